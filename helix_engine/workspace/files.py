@@ -1,0 +1,199 @@
+"""Safe file access inside a workspace: atomic writes, the transition lock, bounded reads,
+and path resolution that refuses to leave the workspace.
+
+Every engine write goes through `atomic_write_text` so that a process killed at any moment
+leaves the file either whole-old or whole-new. Every state transition holds `workspace_lock`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from helix_engine.workspace.models import Problem
+
+HELIX_DIR = ".helix"
+LOCK_NAME = "lock"
+#: Files larger than this are not parsed (a problem is reported instead).
+MAX_TEXT_BYTES = 16 * 1024 * 1024
+
+
+class WorkspaceBusy(RuntimeError):
+    """Another helix process holds the workspace lock."""
+
+
+class PathOutsideWorkspace(ValueError):
+    """A declared path resolves outside the workspace (``..``, absolute, or a symlink)."""
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via temp file + fsync + rename (+ fsync of the folder)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_json(path: Path, obj: Any, *, indent: int | None = 2) -> None:
+    """Atomically write ``obj`` as JSON (UTF-8, trailing newline)."""
+    atomic_write_text(Path(path), json.dumps(obj, indent=indent, ensure_ascii=False) + "\n")
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append with a single ``write`` on an O_APPEND descriptor, then fsync.
+
+    Appends (attempts.md, events.jsonl, timings) are not rewritten atomically, but one
+    write(2) call on O_APPEND keeps concurrent appenders from interleaving mid-line.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, text.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+@contextlib.contextmanager
+def workspace_lock(workspace: Path, *, timeout_s: float = 30.0) -> Iterator[None]:
+    """Hold the exclusive lock on ``<workspace>/.helix/lock`` (flock; released on death).
+
+    Waits up to ``timeout_s`` seconds, then raises WorkspaceBusy with a sentence that says
+    what to do. ``timeout_s=0`` means try once.
+    """
+    helix_dir = Path(workspace) / HELIX_DIR
+    helix_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(helix_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() >= deadline:
+                    raise WorkspaceBusy(
+                        f"another helix command holds the lock on {helix_dir}; wait for it to "
+                        "finish and run this command again"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def resolve_inside(workspace: Path, declared_in: Path, value: str) -> Path:
+    """Resolve a path field the way the contract says, refusing anything outside the workspace.
+
+    ``value`` is tried relative to ``declared_in`` (the folder of the file that declares it),
+    then relative to the workspace. The first candidate that exists wins; if neither exists the
+    first is returned (so callers can say "points to a missing file"). Absolute paths, and any
+    candidate whose real path (symlinks followed) leaves the workspace, raise
+    PathOutsideWorkspace.
+    """
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("path is empty")
+    raw = Path(value)
+    if raw.is_absolute():
+        raise PathOutsideWorkspace(f"{value!r} is an absolute path; use a path inside the workspace")
+    root = Path(workspace).resolve()
+    candidates = [Path(declared_in) / raw, Path(workspace) / raw]
+    chosen: Path | None = None
+    for cand in candidates:
+        if cand.exists() or cand.is_symlink():
+            chosen = cand
+            break
+    if chosen is None:
+        chosen = candidates[0]
+    real = chosen.resolve()
+    if real != root and root not in real.parents:
+        raise PathOutsideWorkspace(
+            f"{value!r} resolves to {real}, outside the workspace {root}; keep artifacts inside it"
+        )
+    return chosen
+
+
+def is_inside(workspace: Path, path: Path) -> bool:
+    """True when ``path`` (symlinks followed) lies inside ``workspace``."""
+    root = Path(workspace).resolve()
+    real = Path(path).resolve()
+    return real == root or root in real.parents
+
+
+def read_text_checked(
+    path: Path, workspace: Path | None = None, *, max_bytes: int = MAX_TEXT_BYTES
+) -> tuple[str | None, Problem | None]:
+    """Read a UTF-8 text file, turning every way it can be bad into a Problem.
+
+    Missing, unreadable, a directory, a symlink out of the workspace, over ``max_bytes``,
+    binary (NUL bytes) or not UTF-8: each returns ``(None, Problem)``. Never raises.
+    """
+    path = Path(path)
+    shown = _shown(path, workspace)
+    try:
+        if workspace is not None and not is_inside(workspace, path):
+            return None, Problem(
+                file=shown,
+                message="points outside the workspace (through a symlink); it was not read. "
+                "Copy the file into the workspace instead.",
+            )
+        if not path.exists():
+            return None, Problem(file=shown, message="is missing")
+        if path.is_dir():
+            return None, Problem(file=shown, message="is a directory, expected a file")
+        size = path.stat().st_size
+        if size > max_bytes:
+            return None, Problem(
+                file=shown,
+                message=f"is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit helix "
+                "reads; trim it or move old content elsewhere",
+            )
+        data = path.read_bytes()
+    except OSError as exc:
+        return None, Problem(file=shown, message=f"cannot be read ({exc.strerror or exc})")
+    if b"\x00" in data:
+        return None, Problem(file=shown, message="is binary (contains NUL bytes), expected text")
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return None, Problem(file=shown, line=line, message="is not valid UTF-8 text")
+
+
+def _shown(path: Path, workspace: Path | None) -> str:
+    if workspace is not None:
+        with contextlib.suppress(ValueError):
+            return str(Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(workspace))))
+    return str(path)

@@ -1,0 +1,193 @@
+"""Names and paths of the workspace contract (no I/O beyond listing folders).
+
+A workspace W holds one operator ``<op>.py`` plus its harnesses, ``baseline/`` and
+``opt-round-N/`` folders (N ≥ 1, no leading zeros), ``opt-note.md``, ``learned_lessons.md`` and
+``.helix/``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from helix_engine.workspace.models import Problem
+
+NON_OPERATOR_PREFIXES: tuple[str, ...] = ("test_", "differential_test_", "bench_", "opt_")
+ROUND_PREFIX = "opt-round-"
+_ROUND_RE = re.compile(r"^opt-round-([1-9][0-9]*)$")
+BASELINE_DIR = "baseline"
+HELIX_DIR = ".helix"
+OPT_NOTE = "opt-note.md"
+LEARNED_LESSONS = "learned_lessons.md"
+ATTEMPTS = "attempts.md"
+SUMMARY = "summary.md"
+PERF_ANALYSIS = "perf-analysis.md"
+ROUND_STATE = "round-state.json"
+BASELINE_STATE = "state.json"
+WORKFLOW_STATE = "state.json"  # inside .helix/
+JOBS_DIR = "jobs"  # inside .helix/
+ROUND_TIMINGS_DIR = "round-timings"  # inside .helix/
+
+
+def round_number(name: str) -> int | None:
+    """``opt-round-12`` → 12; anything else (``opt-round-0``, ``-007``, ``-x``) → None."""
+    match = _ROUND_RE.match(name)
+    return int(match.group(1)) if match else None
+
+
+def round_dir_name(n: int) -> str:
+    return f"{ROUND_PREFIX}{n}"
+
+
+def round_label(n: int) -> str:
+    """How upstream names a round in reports: ``round-N``."""
+    return f"round-{n}"
+
+
+def parse_round_ref(text: str | None) -> int | None:
+    """Parse ``round-3``, ``round 3``, ``opt-round-3`` or ``3`` (case-insensitive) → 3."""
+    if text is None:
+        return None
+    match = re.fullmatch(r"\s*(?:opt[-_ ]?)?(?:round[-_ ]?)?\s*([0-9]+)\s*", str(text), re.IGNORECASE)
+    if not match:
+        return None
+    value = int(match.group(1))
+    return value if value >= 1 else None
+
+
+def is_operator_name(name: str) -> bool:
+    return (
+        name.endswith(".py")
+        and name != "__init__.py"
+        and not name.startswith(NON_OPERATOR_PREFIXES)
+    )
+
+
+def discover_operator(workspace: Path) -> tuple[Path | None, list[Problem]]:
+    """Find the single operator ``.py`` at the top of the workspace."""
+    try:
+        names = sorted(p.name for p in Path(workspace).iterdir() if p.is_file())
+    except OSError as exc:
+        return None, [Problem(file=".", message=f"cannot list the workspace ({exc.strerror or exc})")]
+    candidates = [n for n in names if is_operator_name(n)]
+    if len(candidates) == 1:
+        return Path(workspace) / candidates[0], []
+    if not candidates:
+        return None, [
+            Problem(
+                file=".",
+                severity="warning",
+                message="no operator file found: put exactly one <op>.py (not test_/bench_/opt_) "
+                "at the top of the workspace",
+            )
+        ]
+    return None, [
+        Problem(
+            file=".",
+            message="several operator candidates (" + ", ".join(candidates) + "); keep exactly one "
+            "operator .py at the top of the workspace",
+        )
+    ]
+
+
+def list_round_dirs(workspace: Path) -> tuple[dict[int, Path], list[Problem]]:
+    """Every valid ``opt-round-N`` folder by number, and problems for look-alikes."""
+    rounds: dict[int, Path] = {}
+    problems: list[Problem] = []
+    try:
+        entries = sorted(Path(workspace).iterdir())
+    except OSError as exc:
+        return {}, [Problem(file=".", message=f"cannot list the workspace ({exc.strerror or exc})")]
+    for entry in entries:
+        if not entry.name.startswith(ROUND_PREFIX):
+            continue
+        n = round_number(entry.name)
+        if n is None:
+            problems.append(
+                Problem(
+                    file=entry.name,
+                    severity="warning",
+                    message="is not a round folder name: rounds are opt-round-N with N ≥ 1 and no "
+                    "leading zeros (rename it, or move it out of the workspace)",
+                )
+            )
+            continue
+        if not entry.is_dir():
+            problems.append(Problem(file=entry.name, message="is a file, expected a round folder"))
+            continue
+        rounds[n] = entry
+    return rounds, problems
+
+
+def operator_stem(operator_file: Path) -> str:
+    return Path(operator_file).stem
+
+
+def baseline_dir(workspace: Path) -> Path:
+    return Path(workspace) / BASELINE_DIR
+
+
+def baseline_perf_name(op_stem: str) -> str:
+    return f"{op_stem}_perf.txt"
+
+
+def round_operator_name(op_stem: str) -> str:
+    return f"opt_{op_stem}.py"
+
+
+def round_perf_name(op_stem: str) -> str:
+    return f"opt_{op_stem}_perf.txt"
+
+
+def perf_path_for(operator_file: Path) -> Path:
+    """The perf file run-bench writes beside an operator: ``<stem>_perf.txt``."""
+    operator_file = Path(operator_file)
+    return operator_file.with_name(f"{operator_file.stem}_perf.txt")
+
+
+def result_path_for(operator_file: Path) -> Path:
+    """The differential result archive beside an operator: ``<stem>_result.pt``."""
+    operator_file = Path(operator_file)
+    return operator_file.with_name(f"{operator_file.stem}_result.pt")
+
+
+def workspace_of(operator_file: Path) -> Path:
+    """The workspace that owns an operator file: its folder, or that folder's parent when the
+    folder is ``baseline/`` or ``opt-round-N/``."""
+    folder = Path(operator_file).resolve().parent
+    if folder.name == BASELINE_DIR or round_number(folder.name) is not None:
+        return folder.parent
+    return folder
+
+
+def harness_files(workspace: Path, op_stem: str) -> dict[str, Path | None]:
+    """The test and bench harnesses for an operator, when present."""
+    workspace = Path(workspace)
+    found: dict[str, Path | None] = {}
+    for key, name in (
+        ("test", f"test_{op_stem}.py"),
+        ("differential_test", f"differential_test_{op_stem}.py"),
+        ("bench", f"bench_{op_stem}.py"),
+    ):
+        path = workspace / name
+        found[key] = path if path.is_file() else None
+    return found
+
+
+def looks_like_workspace(path: Path) -> bool:
+    """Upstream's rule for treating a folder as one workspace (vs. a folder of workspaces)."""
+    path = Path(path)
+    base = path / BASELINE_DIR
+    if (base / "perf.txt").is_file() or any(base.glob("*_perf.txt")):
+        return True
+    if (path / OPT_NOTE).is_file():
+        return True
+    try:
+        for entry in path.iterdir():
+            if entry.is_dir() and round_number(entry.name) is not None:
+                return True
+            if entry.is_file() and entry.name.endswith("_perf.txt"):
+                return True
+    except OSError:
+        return False
+    return False

@@ -1,0 +1,430 @@
+"""Typed models of the workspace contract.
+
+File-boundary models are pydantic 2 with ``extra="allow"`` so fields we do not know survive a
+load → save round trip (upstream tools may add keys). In-memory views (snapshot, comparison)
+are plain dataclasses: they are built often and never written as-is.
+
+Field names, enums and required-ness follow the upstream state spec; see the docstring of each
+model for the rules it enforces.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Status = Literal["passed", "failed", "not_run"]
+STATUSES: tuple[str, ...] = ("passed", "failed", "not_run")
+MetricSource = Literal["kernel", "total-op", "mixed"]
+METRIC_SOURCES: tuple[str, ...] = ("kernel", "total-op", "mixed")
+ROUND_STRATEGIES: tuple[str, ...] = (
+    "exploration",
+    "structural_change",
+    "focused_tuning",
+    "stabilization",
+    "plateau_review",
+)
+#: Ordered from shallowest to deepest.
+ANALYSIS_POLICIES: tuple[str, ...] = (
+    "pattern_entry",
+    "profile_required",
+    "ir_required",
+    "compiler_source_required",
+)
+PHASES: tuple[str, ...] = ("baseline", "awaiting_round_start", "round_active")
+BENCH_MODES: tuple[str, ...] = (
+    "torch-npu-profiler",
+    "msprof",
+    "torch-profiler",
+    "device-event",
+    "perf-counter",
+)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something wrong with workspace content: where, and a sentence saying what to do."""
+
+    file: str
+    message: str
+    line: int | None = None
+    severity: Literal["error", "warning"] = "error"
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        return f"{where}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "severity": self.severity, "message": self.message}
+
+
+class _FileModel(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """The dict to write back: declared fields that were set or required, then extras."""
+        return self.model_dump(mode="json", exclude_unset=False, exclude_none=False, by_alias=False)
+
+
+# --------------------------------------------------------------------------- baseline/state.json
+
+
+class BaselineState(_FileModel):
+    """``baseline/state.json``. Every field is required upstream except the two notes."""
+
+    baseline_kind: str
+    source_operator: str
+    baseline_operator: str
+    test_file: str
+    test_mode: str
+    bench_file: str
+    bench_mode: str
+    perf_artifact: str
+    correctness_status: Status
+    benchmark_status: Status
+    baseline_established: bool
+    preparation_notes: str | None = None
+    baseline_repairs_summary: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        for key in ("preparation_notes", "baseline_repairs_summary"):
+            if data.get(key) is None and key not in self.model_fields_set:
+                data.pop(key, None)
+        return data
+
+
+# --------------------------------------------------------------------- opt-round-N/round-state.json
+
+
+class RoundState(_FileModel):
+    """``opt-round-N/round-state.json``.
+
+    ``perf_artifact``, ``comparison_target_path`` (legacy alias ``comparison_target``; an error
+    when both are present and differ) and ``effective_metric_source`` are required only when
+    ``benchmark_status`` is ``passed``. ``opt_note_updated`` is coerced to bool.
+    """
+
+    round: str
+    parent_round: str
+    hypothesis: str
+    evidence_sources: list[str]
+    correctness_status: Status
+    benchmark_status: Status
+    summary_path: str
+    opt_note_updated: bool
+    perf_artifact: str | None = None
+    comparison_target_path: str | None = None
+    effective_metric_source: MetricSource | None = None
+    analysis_skipped_reason: str | None = None
+    profile_dir: str | None = None
+    ir_dir: str | None = None
+    perf_analysis_path: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_alias(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "comparison_target" in data:
+            data = dict(data)
+            legacy = data.pop("comparison_target")
+            current = data.get("comparison_target_path")
+            if current is not None and legacy is not None and current != legacy:
+                raise ValueError(
+                    "comparison_target and comparison_target_path are both set and differ; "
+                    "keep only comparison_target_path"
+                )
+            if current is None:
+                data["comparison_target_path"] = legacy
+        return data
+
+    @field_validator("opt_note_updated", mode="before")
+    @classmethod
+    def _coerce_bool(cls, value: Any) -> bool:
+        if isinstance(value, str):
+            return value.strip().lower() in {"1", "true", "yes", "y", "on"}
+        return bool(value)
+
+    @field_validator("evidence_sources", mode="before")
+    @classmethod
+    def _strict_list(cls, value: Any) -> Any:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError("evidence_sources must be a list of strings")
+        return value
+
+    @model_validator(mode="after")
+    def _benchmark_fields(self) -> RoundState:
+        if self.benchmark_status == "passed":
+            missing = [
+                name
+                for name in ("perf_artifact", "comparison_target_path", "effective_metric_source")
+                if getattr(self, name) in (None, "")
+            ]
+            if missing:
+                raise ValueError(
+                    "benchmark_status is passed but these fields are missing: " + ", ".join(missing)
+                )
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        optional = ("analysis_skipped_reason", "profile_dir", "ir_dir", "perf_analysis_path",
+                    "perf_artifact", "comparison_target_path", "effective_metric_source")
+        for key in optional:
+            if data.get(key) is None and key not in self.model_fields_set:
+                data.pop(key, None)
+        return data
+
+
+# ------------------------------------------------------------------------- .helix/state.json
+
+
+class StrategyState(_FileModel):
+    round_strategy: Literal[
+        "exploration", "structural_change", "focused_tuning", "stabilization", "plateau_review"
+    ]
+    analysis_policy: Literal[
+        "pattern_entry", "profile_required", "ir_required", "compiler_source_required"
+    ]
+    reason: str
+    updated_at: str
+    updated_by: Literal["start-round", "set-current-round-state"]
+
+    @field_validator("reason")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("reason must not be empty")
+        return value
+
+
+class RoundEntry(_FileModel):
+    status: Literal["active", "passed", "failed"]
+    round_dir: str
+    strategy_state: StrategyState | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        for key in ("strategy_state", "started_at", "ended_at"):
+            if data.get(key) is None and key not in self.model_fields_set:
+                data.pop(key, None)
+        return data
+
+
+class BaselineProgress(_FileModel):
+    status: Literal["pending", "passed"] = "pending"
+    submitted_at: str | None = None
+
+
+class WorkflowState(_FileModel):
+    """``.helix/state.json`` (schema_version 1).
+
+    ``current_round`` is an int exactly when ``phase`` is ``round_active``; each key of
+    ``rounds`` equals the number in its ``round_dir``.
+    """
+
+    schema_version: Literal[1] = 1
+    run_id: str
+    phase: Literal["baseline", "awaiting_round_start", "round_active"] = "baseline"
+    current_round: int | None = None
+    baseline: BaselineProgress = Field(default_factory=BaselineProgress)
+    rounds: dict[str, RoundEntry] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WorkflowState:
+        if self.phase == "round_active" and not isinstance(self.current_round, int):
+            raise ValueError("phase is round_active but current_round is not a number")
+        if self.phase != "round_active" and self.current_round is not None:
+            raise ValueError(f"phase is {self.phase} but current_round is {self.current_round}")
+        for key, entry in self.rounds.items():
+            tail = entry.round_dir.rstrip("/").rsplit("opt-round-", 1)[-1]
+            if tail != key:
+                raise ValueError(f"rounds[{key!r}] has round_dir {entry.round_dir!r}; the key must equal its number")
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        data["rounds"] = {k: v.to_json() for k, v in self.rounds.items()}
+        return data
+
+
+# ------------------------------------------------------------------------------- perf records
+
+UPSTREAM_PERF_KEYS: tuple[str, ...] = (
+    "case_label",
+    "kernel_names",
+    "kernel_source",
+    "kernel_avg_time_us",
+    "ops",
+    "total_op_avg_time_us",
+    "error_message",
+    "case_wall_clock_seconds",
+    "bench_mode",
+)
+HELIX_PERF_KEYS: tuple[str, ...] = ("samples_us", "stats", "method", "device", "backend", "helix_version")
+
+
+class SampleStats(_FileModel):
+    median: float
+    mean: float
+    p10: float
+    p90: float
+    stdev: float
+    n: int
+    n_outliers: int = 0
+
+
+class OpTime(_FileModel):
+    op_type: str
+    avg_time_us: float | None = None
+
+
+class PerfRecord(_FileModel):
+    """One line of a ``*_perf.txt`` JSONL file (one bench case).
+
+    Upstream keys first, in upstream order; then helix's own (all optional, so upstream files
+    load and upstream tools can read ours). Timing values are kept as read; validity (NaN, zero,
+    negative) is judged by the comparison, which turns bad values into case errors.
+    """
+
+    case_label: str
+    kernel_names: list[str] | None = None
+    kernel_source: str | None = None
+    kernel_avg_time_us: float | None = None
+    ops: list[OpTime] | None = None
+    total_op_avg_time_us: float | None = None
+    error_message: str | None = None
+    case_wall_clock_seconds: float | None = None
+    bench_mode: str | None = None
+    samples_us: list[float] | None = None
+    stats: SampleStats | None = None
+    method: str | None = None
+    device: str | None = None
+    backend: str | None = None
+    helix_version: str | None = None
+
+    @field_validator("case_label", mode="before")
+    @classmethod
+    def _label(cls, value: Any) -> Any:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @property
+    def latency_id(self) -> str:
+        return f"latency-{self.case_label}"
+
+    def to_json(self) -> dict[str, Any]:
+        """Upstream keys always (null when unknown), then helix keys when set, then extras."""
+        full = self.model_dump(mode="json")
+        out: dict[str, Any] = {k: full.get(k) for k in UPSTREAM_PERF_KEYS}
+        for key in HELIX_PERF_KEYS:
+            if full.get(key) is not None:
+                out[key] = full[key]
+        for key, value in (self.model_extra or {}).items():
+            out[key] = value
+        return out
+
+
+def finite_positive(value: float | None) -> bool:
+    return value is not None and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+# ------------------------------------------------------------------------- comparison results
+
+
+@dataclass
+class CaseDelta:
+    """One compared case. ``delta_pct`` = (c−b)/b·100 (negative = faster); speedup = b/c."""
+
+    latency_id: str
+    baseline_us: float
+    compare_us: float
+    metric: Literal["kernel", "total-op"]
+    delta_pct: float
+    speedup: float
+    ci95: tuple[float, float] | None = None
+    verdict: Literal["faster", "slower", "within-noise"] | None = None
+
+
+@dataclass
+class Comparison:
+    """The result of compare-perf for one metric source (kernel, total-op or auto)."""
+
+    requested: str
+    metric_source: Literal["kernel", "total-op", "mixed"] | None
+    cases: list[CaseDelta] = field(default_factory=list)
+    avg_improvement_pct: float | None = None
+    geomean_speedup: float | None = None
+    geomean_ci95: tuple[float, float] | None = None
+    mean_latency_us: float | None = None
+    errors: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    ci_note: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return not self.errors and not self.skipped and bool(self.cases)
+
+
+# --------------------------------------------------------------------------- snapshot views
+
+
+@dataclass
+class BaselineView:
+    path: Path
+    state: BaselineState | None
+    operator_file: Path | None
+    perf_file: Path | None
+    perf: list[PerfRecord] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass
+class RoundView:
+    number: int
+    path: Path
+    state: RoundState | None = None
+    workflow_status: str | None = None  # active | passed | failed from .helix/state.json
+    parent: str | None = None  # "baseline" or "opt-round-M"
+    operator_file: Path | None = None
+    perf_file: Path | None = None
+    perf: list[PerfRecord] = field(default_factory=list)
+    comparison: Comparison | None = None  # against the baseline
+    terminal: bool = False
+    completed: bool = False
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"opt-round-{self.number}"
+
+    @property
+    def label(self) -> str:
+        return f"round-{self.number}"
+
+
+@dataclass
+class WorkspaceSnapshot:
+    root: Path
+    operator_file: Path | None = None
+    baseline: BaselineView | None = None
+    rounds: dict[int, RoundView] = field(default_factory=dict)
+    workflow: WorkflowState | None = None
+    best_round: int | None = None
+    logged_best: str | None = None
+    problems: list[Problem] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    def children(self, parent: str) -> list[int]:
+        """Round numbers whose parent is ``parent`` ("baseline" or "opt-round-M"), sorted."""
+        return sorted(n for n, r in self.rounds.items() if r.parent == parent)
