@@ -13,192 +13,27 @@ import re
 from dataclasses import dataclass, field
 
 from helix_engine.workspace.layout import parse_round_ref
-from helix_engine.workspace.models import Problem
-
-ROUND_FIELDS: tuple[str, ...] = ("Parent", "Theme", "Result", "Best status", "Summary", "Attempts")
-SUMMARY_FIELDS: tuple[str, ...] = (
-    "Final best round",
-    "Avg improvement",
-    "Geomean speedup",
-    "Validated branches",
-    "Outcome",
-    "Key optimization points",
-    "Next step",
+from helix_engine.workspace.md_attempts import (  # noqa: F401 - re-exported: the contract names them here
+    AnalysisLines,
+    StateUpdate,
+    parse_analysis_lines,
+    parse_state_updates,
+    render_analysis_lines,
+    render_state_update,
+    state_update_append_text,
 )
-BEST_STATUSES: tuple[str, ...] = ("current best", "validated branch", "not promoted")
-
-_HEADING_RE = re.compile(r"^#{1,2}(?!#)\s*\S")
-_ROUND_RE = re.compile(r"^##\s+Round\s+([0-9]+)\s*$", re.IGNORECASE)
-_OVERALL_RE = re.compile(r"^##\s+Overall\s+Summary\s*$", re.IGNORECASE)
-_FENCE_RE = re.compile(r"^\s*(```|~~~)")
-_POINT_RE = re.compile(r"^\s+\S|^\s*(?:[-*+]|[0-9]+[.)])\s+\S")
-_POINT_TEXT_RE = re.compile(r"^\s*(?:[-*+]|[0-9]+[.)])?\s*(.*?)\s*$")
-
-
-def _field_re(names: tuple[str, ...]) -> re.Pattern[str]:
-    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    return re.compile(
-        r"^(?P<head>[ \t]*(?:[-*][ \t]+)?(?:\*\*)?(?P<key>" + alternatives + r")(?:\*\*)?[ \t]*:"
-        r"(?:\*\*)?[ \t]*)(?P<value>.*?)[ \t]*$",
-        re.IGNORECASE,
-    )
-
-
-_ROUND_FIELD_RE = _field_re(ROUND_FIELDS)
-_SUMMARY_FIELD_RE = _field_re(SUMMARY_FIELDS)
-
-
-def _split_eol(line: str) -> tuple[str, str]:
-    if line.endswith("\r\n"):
-        return line[:-2], "\r\n"
-    if line.endswith("\n") or line.endswith("\r"):
-        return line[:-1], line[-1]
-    return line, ""
-
-
-def _canonical(key: str, names: tuple[str, ...]) -> str:
-    for name in names:
-        if name.lower() == key.lower():
-            return name
-    return key
-
-
-# --------------------------------------------------------------------------------- sections
-
-
-@dataclass
-class Section:
-    """A run of lines: the preamble (no heading), a round entry, the summary, or other text."""
-
-    kind: str  # "preamble" | "round" | "overall" | "other"
-    lines: list[str]
-    start_line: int  # 1-based line number of the first line in the source
-    number: int | None = None
-
-    def field_lines(self) -> dict[str, int]:
-        """Canonical field name → index in ``lines`` of its first occurrence."""
-        regex = _ROUND_FIELD_RE if self.kind == "round" else _SUMMARY_FIELD_RE
-        names = ROUND_FIELDS if self.kind == "round" else SUMMARY_FIELDS
-        found: dict[str, int] = {}
-        in_fence = False
-        for index, line in enumerate(self.lines[1:], start=1):
-            body, _ = _split_eol(line)
-            if _FENCE_RE.match(body):
-                in_fence = not in_fence
-                continue
-            if in_fence:
-                continue
-            match = regex.match(body)
-            if match:
-                found.setdefault(_canonical(match.group("key"), names), index)
-        return found
-
-    def get(self, name: str) -> str | None:
-        index = self.field_lines().get(name)
-        if index is None:
-            return None
-        regex = _ROUND_FIELD_RE if self.kind == "round" else _SUMMARY_FIELD_RE
-        match = regex.match(_split_eol(self.lines[index])[0])
-        return match.group("value") if match else None
-
-    def set(self, name: str, value: str, order: tuple[str, ...]) -> None:
-        """Replace the value of field ``name`` in place, or insert the line after the
-        nearest preceding known field (keeping ``order``)."""
-        regex = _ROUND_FIELD_RE if self.kind == "round" else _SUMMARY_FIELD_RE
-        fields = self.field_lines()
-        eol = self._eol()
-        if name in fields:
-            index = fields[name]
-            body, line_eol = _split_eol(self.lines[index])
-            match = regex.match(body)
-            assert match is not None
-            self.lines[index] = match.group("head") + value + (line_eol or eol)
-            return
-        insert_at = 1
-        position = order.index(name)
-        for earlier in reversed(order[:position]):
-            if earlier in fields:
-                insert_at = fields[earlier] + 1
-                if earlier == "Key optimization points":
-                    insert_at = self._points_end(fields[earlier])
-                break
-        else:
-            # no earlier field: put it right after the heading
-            insert_at = 1
-        if insert_at > 1 and not _split_eol(self.lines[insert_at - 1])[1]:
-            self.lines[insert_at - 1] += eol
-        self.lines.insert(insert_at, f"{name}: {value}{eol}")
-
-    def _eol(self) -> str:
-        for line in self.lines:
-            eol = _split_eol(line)[1]
-            if eol:
-                return eol
-        return "\n"
-
-    def _points_end(self, key_index: int) -> int:
-        """Index just past the list that follows ``Key optimization points:``."""
-        index = key_index + 1
-        while index < len(self.lines):
-            body = _split_eol(self.lines[index])[0]
-            if not body.strip() or _SUMMARY_FIELD_RE.match(body) or not _POINT_RE.match(body):
-                break
-            index += 1
-        return index
-
-    def key_points(self) -> list[str]:
-        key_index = self.field_lines().get("Key optimization points")
-        if key_index is None:
-            return []
-        points: list[str] = []
-        inline = self.get("Key optimization points")
-        if inline:
-            points.append(inline)
-        for line in self.lines[key_index + 1 : self._points_end(key_index)]:
-            text = _POINT_TEXT_RE.match(_split_eol(line)[0])
-            if text and text.group(1):
-                points.append(text.group(1))
-        return points
-
-    def add_key_point(self, point: str) -> None:
-        """Append a numbered point under ``Key optimization points:`` (created if absent)."""
-        fields = self.field_lines()
-        if "Key optimization points" not in fields:
-            self.set("Key optimization points", "", SUMMARY_FIELDS)
-            fields = self.field_lines()
-        key_index = fields["Key optimization points"]
-        end = self._points_end(key_index)
-        number = len(self.key_points()) + 1
-        eol = self._eol()
-        if not _split_eol(self.lines[end - 1])[1]:
-            self.lines[end - 1] += eol
-        self.lines.insert(end, f"  {number}. {point}{eol}")
-
-
-def split_sections(text: str) -> list[Section]:
-    """Split markdown into sections at level-1/2 headings that are not inside a code fence."""
-    lines = text.splitlines(keepends=True)
-    sections: list[Section] = [Section(kind="preamble", lines=[], start_line=1)]
-    in_fence = False
-    for number, line in enumerate(lines, start=1):
-        body = _split_eol(line)[0]
-        if _FENCE_RE.match(body):
-            in_fence = not in_fence
-        elif not in_fence and _HEADING_RE.match(body):
-            round_match = _ROUND_RE.match(body)
-            if round_match:
-                sections.append(Section("round", [], number, int(round_match.group(1))))
-            elif _OVERALL_RE.match(body):
-                sections.append(Section("overall", [], number))
-            else:
-                sections.append(Section("other", [], number))
-        sections[-1].lines.append(line)
-    return sections
-
-
-def render_sections(sections: list[Section]) -> str:
-    return "".join("".join(s.lines) for s in sections)
-
+from helix_engine.workspace.md_sections import (  # noqa: F401 - re-exported
+    BEST_STATUSES,
+    ROUND_FIELDS,
+    SUMMARY_FIELDS,
+    _SUMMARY_FIELD_RE,
+    Section,
+    _canonical,
+    _split_eol,
+    render_sections,
+    split_sections,
+)
+from helix_engine.workspace.models import Problem
 
 # ------------------------------------------------------------------------------ opt-note.md
 
@@ -353,3 +188,227 @@ def parse_opt_note(text: str, file: str = "opt-note.md") -> OptNote:
 def _field_line(section: Section, name: str) -> int | None:
     index = section.field_lines().get(name)
     return None if index is None else section.start_line + index
+
+
+# ---------------------------------------------------------------------------- opt-note writer
+
+
+@dataclass
+class RoundEntryFields:
+    """The values the engine writes into a ``## Round N`` entry."""
+
+    number: int
+    parent: str
+    theme: str
+    result: str
+    best_status: str
+
+    def summary_link(self) -> str:
+        return f"[opt-round-{self.number}/summary.md](opt-round-{self.number}/summary.md)"
+
+    def attempts_link(self) -> str:
+        return f"[opt-round-{self.number}/attempts.md](opt-round-{self.number}/attempts.md)"
+
+
+def _eol_of(sections: list[Section]) -> str:
+    for section in sections:
+        for line in section.lines:
+            eol = _split_eol(line)[1]
+            if eol:
+                return eol
+    return "\n"
+
+
+def _ensure_blank_before(sections: list[Section], index: int, eol: str) -> None:
+    """Make the section before ``index`` end with a blank line (or be empty)."""
+    if index == 0:
+        return
+    prev = sections[index - 1]
+    if not prev.lines:
+        return
+    last_body, last_eol = _split_eol(prev.lines[-1])
+    if not last_eol:
+        prev.lines[-1] += eol
+    if last_body.strip():
+        prev.lines.append(eol)
+
+
+def upsert_round(note: OptNote, entry: RoundEntryFields) -> None:
+    """Write ``entry`` into its ``## Round N`` section (created in number order if absent).
+
+    Only the six field lines are touched; other lines in the section are kept. When the file
+    holds the same round twice, the first entry is updated (the parser reports the duplicate).
+    """
+    sections = note.sections
+    eol = _eol_of(sections)
+    values = {
+        "Parent": entry.parent,
+        "Theme": entry.theme,
+        "Result": entry.result,
+        "Best status": entry.best_status,
+        "Summary": entry.summary_link(),
+        "Attempts": entry.attempts_link(),
+    }
+    for section in sections:
+        if section.kind == "round" and section.number == entry.number:
+            for name in ROUND_FIELDS:
+                if section.get(name) != values[name]:
+                    section.set(name, values[name], ROUND_FIELDS)
+            return
+    lines = [f"## Round {entry.number}{eol}"] + [f"{name}: {values[name]}{eol}" for name in ROUND_FIELDS]
+    lines.append(eol)
+    new = Section("round", lines, 0, entry.number)
+    index = _round_insert_index(sections, entry.number)
+    _ensure_blank_before(sections, index, eol)
+    sections.insert(index, new)
+
+
+def _round_insert_index(sections: list[Section], number: int) -> int:
+    after: int | None = None
+    for i, section in enumerate(sections):
+        if section.kind == "round" and (section.number or 0) < number:
+            after = i
+    if after is not None:
+        return after + 1
+    for i, section in enumerate(sections):
+        if section.kind == "round" or section.kind == "overall":
+            return i
+    return len(sections)
+
+
+def set_best_status(note: OptNote, number: int, status: str) -> bool:
+    """Rewrite the ``Best status:`` of round ``number`` (first entry); False if absent."""
+    for section in note.sections:
+        if section.kind == "round" and section.number == number:
+            if section.get("Best status") != status:
+                section.set("Best status", status, ROUND_FIELDS)
+            return True
+    return False
+
+
+@dataclass
+class OverallFields:
+    """The measured values the engine refreshes in ``## Overall Summary``."""
+
+    final_best_round: str
+    avg_improvement: str
+    geomean_speedup: str
+    validated_branches: str
+    outcome: str
+    key_points: list[tuple[int, str]] = field(default_factory=list)  # (round, "point: impact")
+
+
+def refresh_overall_summary(note: OptNote, values: OverallFields) -> None:
+    """Keep exactly one ``## Overall Summary`` and refresh its measured fields.
+
+    Several summaries are merged into the last one's position (it should end the file): the
+    first summary's field lines are kept (upstream reads the first), every other line a person
+    wrote in any of them is kept in order, and key points are de-duplicated. Key points for
+    measured rounds are added only when no point already names ``(round N)``.
+    """
+    sections = note.sections
+    eol = _eol_of(sections)
+    summaries = [i for i, s in enumerate(sections) if s.kind == "overall"]
+    if not summaries:
+        index = len(sections)
+        _ensure_blank_before(sections, index, eol)
+        sections.append(Section("overall", [f"## Overall Summary{eol}"], 0))
+        summaries = [index]
+    if len(summaries) > 1:
+        _merge_summaries(sections, summaries)
+        summaries = [i for i, s in enumerate(sections) if s.kind == "overall"]
+    section = sections[summaries[0]]
+    for name, value in (
+        ("Final best round", values.final_best_round),
+        ("Avg improvement", values.avg_improvement),
+        ("Geomean speedup", values.geomean_speedup),
+        ("Validated branches", values.validated_branches),
+        ("Outcome", values.outcome),
+    ):
+        if section.get(name) != value:
+            section.set(name, value, SUMMARY_FIELDS)
+    existing = section.key_points()
+    for number, point in values.key_points:
+        tag = f"(round {number})"
+        if any(tag in p.lower().replace("round-", "round ") for p in existing):
+            continue
+        section.add_key_point(f"{point} {tag}")
+        existing.append(f"{point} {tag}")
+
+
+def _merge_summaries(sections: list[Section], indexes: list[int]) -> None:
+    first = sections[indexes[0]]
+    merged = list(first.lines)
+    first_fields = set(first.field_lines())
+    seen_points = set(p.strip().lower() for p in first.key_points())
+    for i in indexes[1:]:
+        other = sections[i]
+        fields = other.field_lines()
+        skip: set[int] = set()
+        for name, idx in fields.items():
+            if name == "Key optimization points":
+                end = other._points_end(idx)
+                skip.update(range(idx, end))
+                for p in other.key_points():
+                    if p.strip().lower() not in seen_points:
+                        seen_points.add(p.strip().lower())
+                        merged_section = Section("overall", merged, 0)
+                        merged_section.add_key_point(_strip_number(p))
+                        merged = merged_section.lines
+            elif name in first_fields:
+                skip.add(idx)
+        for j, line in enumerate(other.lines[1:], start=1):
+            if j in skip:
+                continue
+            merged_section = Section("overall", merged, 0)
+            body = _split_eol(line)[0]
+            match = _SUMMARY_FIELD_RE.match(body)
+            if match and _canonical(match.group("key"), SUMMARY_FIELDS) not in merged_section.field_lines():
+                merged_section.set(_canonical(match.group("key"), SUMMARY_FIELDS), match.group("value"), SUMMARY_FIELDS)
+                merged = merged_section.lines
+                continue
+            if not _split_eol(merged[-1])[1]:
+                merged[-1] += "\n"
+            merged.append(line)
+    last_index = indexes[-1]
+    result = Section("overall", merged, first.start_line)
+    for i in reversed(indexes):
+        del sections[i]
+    insert_at = last_index - (len(indexes) - 1)
+    sections.insert(insert_at, result)
+    # A removed summary may have left two blank runs touching; that is harmless text.
+
+
+def _strip_number(point: str) -> str:
+    return re.sub(r"^\s*(?:[-*+]|[0-9]+[.)])\s+", "", point)
+
+
+# ---------------------------------------------------------------------------- result numbers
+
+_GEOMEAN_RE = re.compile(r"geomean(?:\s+speedup)?\s*[:=]?\s*([0-9]+(?:\.[0-9]+)?)\s*x", re.IGNORECASE)
+_AVG_RE = re.compile(r"avg(?:\s+improvement)?\s*[:=]?\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*%", re.IGNORECASE)
+
+
+def parse_result_numbers(text: str | None) -> tuple[float | None, float | None]:
+    """(geomean speedup, avg improvement %) written in a ``Result:`` line, when present."""
+    if not text:
+        return None, None
+    geo = _GEOMEAN_RE.search(text)
+    avg = _AVG_RE.search(text)
+    return (float(geo.group(1)) if geo else None, float(avg.group(1)) if avg else None)
+
+
+def parse_speedup_text(text: str | None) -> float | None:
+    """``1.23x`` → 1.23 (the Overall Summary's ``Geomean speedup:`` value)."""
+    if not text:
+        return None
+    match = re.search(r"([0-9]+(?:\.[0-9]+)?)\s*x", text)
+    return float(match.group(1)) if match else None
+
+
+def parse_pct_text(text: str | None) -> float | None:
+    """``+13.7%`` → 13.7."""
+    if not text:
+        return None
+    match = re.search(r"([+-]?[0-9]+(?:\.[0-9]+)?)\s*%", text)
+    return float(match.group(1)) if match else None
