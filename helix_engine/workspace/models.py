@@ -350,6 +350,9 @@ class CaseDelta:
     speedup: float
     ci95: tuple[float, float] | None = None
     verdict: Literal["faster", "slower", "within-noise"] | None = None
+    baseline_display: str = ""  # upstream text, e.g. "10.0", "total-op=12.5", "NA (total-op=9.0)"
+    compare_display: str = ""
+    ci_point: float | None = None  # speedup as ratio of sample medians (the CI's point estimate)
 
 
 @dataclass
