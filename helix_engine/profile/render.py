@@ -1,0 +1,97 @@
+"""Markdown rendering of a ProfileReport (what `helix profile-report` prints by default)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from helix_engine.profile.report import ProfileReport
+
+
+def _num(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(_num(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def render_markdown(r: ProfileReport) -> str:
+    """Sections in the order a person reads them: what is hot, what bounds it, what to read next."""
+    lines = [f"# Profile report: {r.target_operator or '(no ops)'}", ""]
+    lines.append(f"- Source: {r.source} ({r.time_label}); profile dir: `{r.profile_dir}`")
+    if r.target_operator:
+        how = "largest total time" if r.selection == "inferred" else "--target-op"
+        lines.append(f"- Target: `{r.target_operator}` ({r.selection}: {how})")
+    lines.append(f"- Bound: **{r.bound}**; op type: {r.operator_type_guess.get('kind', 'unknown')}")
+    lines += ["", f"## Hotspots (top {len(r.hotspots)} of {r.op_count} ops, total {r.total_time_us:.3f} µs)", ""]
+    lines += _table(["OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time(us)", "Ratio(%)"],
+                    [[h.op_type, h.core_type, h.count, h.total_us, h.avg_us, h.ratio_pct] for h in r.hotspots])
+    if r.core_type_totals:
+        lines += ["", "## Core buckets", ""]
+        lines += _table(["Bucket", "Total Time(us)", "Ratio(%)"],
+                        [[k, v["total_time_us"], v["ratio_pct"]] for k, v in r.core_type_totals.items()])
+    lines += ["", "## Data-movement hotspots", ""]
+    if r.data_movement_hotspots:
+        lines += [f"- `{d['op_type']}`: {_num(d['total_time_us'])} µs ({_num(d['ratio_pct'])}%)"
+                  for d in r.data_movement_hotspots]
+    else:
+        lines.append("- none (no copy/memcpy/transdata/dma/load/store/move op)")
+    if r.op_summary:
+        s = r.op_summary
+        lines += ["", "## Target cross-check (per invocation)", "",
+                  f"- count {s['count']}, sum {_num(s['sum_us'])} µs, avg {_num(s['avg_us'])} µs, "
+                  f"min {_num(s['min_us'])} µs, max {_num(s['max_us'])} µs"]
+    pct = r.pipeline_signals.get("ratios_pct") or {}
+    if pct:
+        lines += ["", "## Pipeline (busy % of task time, averaged over the target's invocations)", ""]
+        lines.append("- " + ", ".join(f"{k.removesuffix('_ratio')} {v:.1f}%" for k, v in pct.items() if v))
+        util = r.pipeline_signals.get("cube_utilization_percent", {}).get("avg")
+        if util is not None:
+            lines.append(f"- cube_utilization {util:.2f}% (core occupancy)")
+        dims = r.pipeline_signals.get("block_dim", {}).get("observed_values")
+        if dims:
+            lines.append(f"- Block Dim: {', '.join(map(str, dims))}")
+        wait = r.pipeline_signals.get("task_wait_time_us", {})
+        if wait.get("count"):
+            lines.append(f"- task wait (>0 only): avg {_num(wait['avg'])} µs over {wait['count']} invocations")
+    lines += ["", f"## Bound: {r.bound}", ""]
+    lines += [f"- {why}" for why in r.bound_analysis.get("reasoning", [])]
+    if r.task_timeline_signals:
+        t = r.task_timeline_signals
+        lines += ["", "## Task timeline", "",
+                  f"- matched rows {t.get('matched_rows')}, max gap {_num(t.get('max_gap_us'))} µs, "
+                  f"total gap {_num(t.get('total_gap_us'))} µs, span {_num(t.get('span_us'))} µs"]
+    if r.host_api_signals:
+        h = r.host_api_signals
+        lines += ["", "## Host APIs", "", f"- launch-related APIs present: {h.get('launch_related_present')}"]
+        lines += [f"- `{a['name']}`: {_num(a['time_us'])} µs × {a['count']}" for a in h.get("top_apis", [])[:5]]
+    if r.msprof_timeline_signals.get("stream_like_tracks") is not None:
+        lines.append(f"- timeline tracks (distinct tid): {r.msprof_timeline_signals['stream_like_tracks']}")
+    lines += ["", "## Suggested patterns", ""]
+    if not r.suggested_patterns:
+        lines.append("- no symptom detected from these files; read the IR (`helix ir capture`) next")
+    evidence = {s["symptom"]: s.get("evidence", "") for s in r.symptoms}
+    for entry in r.suggested_patterns:
+        names = []
+        for p in entry["patterns"]:
+            if p["pattern_file"] is None:
+                names.append(f"{p['name']} (no pattern file)")
+            elif p["pattern_file"] != p["name"]:
+                names.append(f"{p['name']} → {p['pattern_file']}")
+            else:
+                names.append(p["name"])
+        lines.append(f"- **{entry['symptom']}** ({evidence.get(entry['symptom'], entry['trigger'])}): "
+                     + ", ".join(names))
+    if r.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in r.notes]
+    if r.problems:
+        lines += ["", "## Problems", ""]
+        lines += [f"- {p['file']}{':' + str(p['line']) if p.get('line') else ''}: {p['message']}" for p in r.problems]
+    return "\n".join(lines) + "\n"
