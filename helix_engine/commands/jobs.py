@@ -1,0 +1,316 @@
+"""``helix jobs [list|show ID|tail ID [--follow]|cancel ID]`` and ``helix backend``.
+
+Thin by design: parse, call the jobs registry/runner or the backend probe, print text that
+fits 80 columns or ``--json``. Nothing here imports torch (the probe runs in a subprocess).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import textwrap
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from helix_engine.console import print_json
+from helix_engine.errors import HelixError
+
+WIDTH = 80
+
+
+def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    default_ws: Any = argparse.SUPPRESS if suppress else "."
+    default_json: Any = argparse.SUPPRESS if suppress else False
+    parser.add_argument("--workspace", "-w", default=default_ws, metavar="W",
+                        help="the operator workspace (default: the current folder)")
+    parser.add_argument("--json", action="store_true", default=default_json, help="print JSON")
+
+
+def register(sub: Any) -> None:
+    jobs = sub.add_parser("jobs", help="list, show, tail or cancel the workspace's jobs",
+                          description="Jobs are the test/bench/profile runs of a workspace "
+                          "(.helix/jobs/<id>/). Without an action, lists them.")
+    _add_common(jobs, suppress=False)
+    jobs.set_defaults(func=cmd_list)
+    actions = jobs.add_subparsers(dest="jobs_action", metavar="ACTION")
+    p = actions.add_parser("list", help="every job, newest first")
+    _add_common(p, suppress=True)
+    p.add_argument("--limit", type=int, default=50, help="show at most N jobs (default 50)")
+    p.set_defaults(func=cmd_list)
+    p = actions.add_parser("show", help="one job's record, progress and output tail")
+    p.add_argument("job_id", metavar="ID")
+    _add_common(p, suppress=True)
+    p.set_defaults(func=cmd_show)
+    p = actions.add_parser("tail", help="a job's events; --follow keeps printing until it ends")
+    p.add_argument("job_id", metavar="ID")
+    p.add_argument("--follow", "-f", action="store_true", help="wait for new events until the job ends")
+    p.add_argument("--output", action="store_true", help="tail output.log instead of the events")
+    _add_common(p, suppress=True)
+    p.set_defaults(func=cmd_tail)
+    p = actions.add_parser("cancel", help="SIGTERM the job's process group, SIGKILL after a grace period")
+    p.add_argument("job_id", metavar="ID")
+    p.add_argument("--grace", type=float, default=5.0, metavar="S", help="seconds before SIGKILL (default 5)")
+    _add_common(p, suppress=True)
+    p.set_defaults(func=cmd_cancel)
+
+    backend = sub.add_parser("backend", help="which backend (npu, cuda, cpu) helix would use, and why")
+    backend.add_argument("--json", action="store_true", help="print JSON")
+    backend.add_argument("--refresh", action="store_true", help="probe again instead of using the cache")
+    backend.set_defaults(func=cmd_backend)
+
+
+# ----------------------------------------------------------------------------- helpers
+def resolve_workspace(value: str | None) -> Path:
+    """The workspace for a path: a ``baseline/`` or ``opt-round-N/`` folder means its parent."""
+    from helix_engine.workspace.layout import BASELINE_DIR, round_number
+
+    path = Path(value or ".").resolve()
+    if not path.is_dir():
+        raise HelixError(f"{path} is not a folder; pass --workspace with the operator workspace")
+    if path.name == BASELINE_DIR or round_number(path.name) is not None:
+        return path.parent
+    return path
+
+
+def _clock(ts: float | None) -> str:
+    return datetime.fromtimestamp(ts).strftime("%H:%M:%S") if ts else "-"
+
+
+def _duration(job: Any) -> str:
+    if not job.started_at:
+        return "-"
+    end = job.ended_at or (time.time() if job.status == "running" else job.started_at)
+    secs = max(0.0, end - job.started_at)
+    return f"{secs:.1f}s" if secs < 60 else f"{int(secs // 60)}m{int(secs % 60):02d}s"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(1, width - 1)] + "…"
+
+
+def format_event(event: dict[str, Any]) -> str:
+    """One event as one line of at most 80 columns."""
+    kind = event.get("event")
+    head = f"{_clock(event.get('ts') if isinstance(event.get('ts'), (int, float)) else None)} "
+    if kind == "case_started":
+        body = f"case {event.get('case_id')} started ({_num(event.get('index'), 1)}/{event.get('total')})"
+    elif kind == "case_finished":
+        body = f"case {event.get('case_id')} finished" + _record_summary(event.get("record"))
+    elif kind == "progress":
+        body = f"progress {event.get('done')}/{event.get('total')}"
+    elif kind == "log":
+        body = str(event.get("msg", ""))
+    elif kind == "result":
+        body = "result " + json.dumps(event.get("payload"), ensure_ascii=False, default=str)
+    else:
+        body = json.dumps(event, ensure_ascii=False, default=str)
+    return _cut(head + " ".join(body.split()), WIDTH)
+
+
+def _num(value: Any, plus: int) -> str:
+    return str(value + plus) if isinstance(value, int) else "?"
+
+
+def _record_summary(record: Any) -> str:
+    if not isinstance(record, dict):
+        return ""
+    if record.get("error_message"):
+        return f": error: {record['error_message']}"
+    metrics = record.get("metrics") if isinstance(record.get("metrics"), dict) else {}
+    for key in ("kernel_avg_time_us", "total_op_avg_time_us"):
+        value = metrics.get(key, record.get(key))
+        if isinstance(value, (int, float)):
+            return f": {key.removesuffix('_avg_time_us').replace('_', '-')} {value:.2f} us"
+    stats = record.get("stats")
+    if isinstance(stats, dict) and isinstance(stats.get("median"), (int, float)):
+        return f": median {stats['median']:.2f} us"
+    if "passed" in record:
+        return ": passed" if record.get("passed") else ": FAILED"
+    return ""
+
+
+def _progress(events: list[dict[str, Any]]) -> tuple[int, int] | None:
+    for event in reversed(events):
+        if event.get("event") == "progress":
+            done, total = event.get("done"), event.get("total")
+            if isinstance(done, int) and isinstance(total, int):
+                return done, total
+    return None
+
+
+def _all_events(folder: Path) -> list[dict[str, Any]]:
+    from helix_engine.jobs.registry import read_events
+
+    events: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        batch, new_offset = read_events(folder, offset)
+        events.extend(batch)
+        if new_offset == offset:
+            return events
+        offset = new_offset
+
+
+# ----------------------------------------------------------------------------- handlers
+def cmd_list(args: argparse.Namespace) -> int:
+    from helix_engine.jobs.registry import list_jobs
+
+    ws = resolve_workspace(args.workspace)
+    jobs = list_jobs(ws)[: max(0, getattr(args, "limit", 50))]
+    if args.json:
+        print_json({"workspace": str(ws), "jobs": [j.to_json() for j in jobs]})
+        return 0
+    if not jobs:
+        print(f"no jobs in {ws} yet (run-test, run-bench and profile runs appear here)")
+        return 0
+    print(f"{'ID':<26} {'KIND':<8} {'STATUS':<9} {'DEV':<4} {'START':<8} {'TIME':>7} ROUND")
+    for j in jobs:
+        line = (f"{_cut(j.id, 26):<26} {_cut(j.kind, 8):<8} {j.status:<9} {_cut(j.device or '-', 4):<4} "
+                f"{_clock(j.started_at or j.created_at):<8} {_duration(j):>7} {j.round or ''}")
+        print(_cut(line.rstrip(), WIDTH))
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from helix_engine.jobs.registry import OUTPUT_NAME, job_dir, load_job
+
+    ws = resolve_workspace(args.workspace)
+    job = load_job(ws, args.job_id)
+    folder = job_dir(ws, job.id)
+    events = _all_events(folder)
+    progress = _progress(events)
+    finished = [e for e in events if e.get("event") == "case_finished"]
+    tail = _tail_text(folder / OUTPUT_NAME, 10)
+    if args.json:
+        print_json({"job": job.to_json(), "dir": str(folder), "progress": progress,
+                    "cases_finished": len(finished), "events": len(events), "output_tail": tail})
+        return 0
+    rows = [("id", job.id), ("kind", job.kind), ("status", job.status), ("round", job.round),
+            ("backend", job.backend), ("device", job.device), ("pid", job.pid),
+            ("created", _clock(job.created_at)), ("started", _clock(job.started_at)),
+            ("ended", _clock(job.ended_at)), ("duration", _duration(job)), ("exit code", job.exit_code)]
+    for key, value in rows:
+        if value is not None:
+            print(_cut(f"{key + ':':<11}{value}", WIDTH))
+    if progress:
+        print(f"{'progress:':<11}{progress[0]}/{progress[1]} ({len(finished)} cases finished)")
+    print(_cut(f"{'command:':<11}{' '.join(job.argv)}", WIDTH))
+    if job.message:
+        print(textwrap.fill(job.message, WIDTH, initial_indent="message:   ", subsequent_indent=" " * 11))
+    print(_cut(f"{'folder:':<11}{folder}", WIDTH))
+    if tail:
+        print("output (last lines):")
+        for line in tail:
+            print(_cut("  " + line, WIDTH))
+    return 0
+
+
+def _tail_text(path: Path, n: int) -> list[str]:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 16384))
+            data = handle.read()
+    except OSError:
+        return []
+    return [ln.rstrip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()][-n:]
+
+
+def cmd_tail(args: argparse.Namespace) -> int:
+    from helix_engine.jobs.registry import ACTIVE_STATUSES, OUTPUT_NAME, job_dir, load_job, read_events
+
+    ws = resolve_workspace(args.workspace)
+    job = load_job(ws, args.job_id)
+    folder = job_dir(ws, job.id)
+    offset = 0
+    out_offset = 0
+    while True:
+        active = load_job(ws, job.id).status in ACTIVE_STATUSES
+        if args.output:
+            out_offset = _copy_output(folder / OUTPUT_NAME, out_offset)
+        else:
+            while True:
+                events, new_offset = read_events(folder, offset)
+                for event in events:
+                    print(json.dumps(event, ensure_ascii=False) if args.json else format_event(event))
+                if new_offset == offset:
+                    break
+                offset = new_offset
+        sys.stdout.flush()
+        if not args.follow or not active:
+            break
+        time.sleep(0.2)
+    if args.follow:
+        final = load_job(ws, job.id)
+        if not args.json and not args.output:
+            print(_cut(f"job {final.id} {final.status}" + (f": {final.message}" if final.message else ""), WIDTH))
+        return 0 if final.status == "passed" else 1
+    return 0
+
+
+def _copy_output(path: Path, offset: int) -> int:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(1 << 20)
+    except OSError:
+        return offset
+    if data:
+        sys.stdout.write(data.decode("utf-8", "replace"))
+    return offset + len(data)
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from helix_engine.jobs.registry import load_job
+    from helix_engine.jobs.runner import cancel_job
+
+    ws = resolve_workspace(args.workspace)
+    before = load_job(ws, args.job_id)
+    job = cancel_job(ws, before.id, grace_s=max(0.0, args.grace))
+    if args.json:
+        print_json({"job": job.to_json(), "was": before.status})
+        return 0
+    if before.status not in ("queued", "running"):
+        print(_cut(f"job {job.id} had already ended ({before.status}); nothing to cancel", WIDTH))
+        return 0
+    text = f"job {job.id} {job.status}" + (f": {job.message}" if job.message else "")
+    print(textwrap.fill(text, WIDTH))
+    return 0
+
+
+def cmd_backend(args: argparse.Namespace) -> int:
+    from helix_engine.eval.backends import BACKEND_ENV, detect, get_backend
+
+    report = detect(refresh=args.refresh)
+    requested = os.environ.get(BACKEND_ENV, "").strip().lower() or None
+    picked = requested if requested in report.devices else report.picked
+    adapter = get_backend(picked)
+    if args.json:
+        data = report.model_dump(mode="json")
+        data.update(selected=picked, requested=requested, adapter=adapter.describe())
+        print_json(data)
+        return 0
+    how = f"{BACKEND_ENV}={requested}" if requested else "auto"
+    print(f"backend: {picked} ({how}); default bench mode {adapter.default_bench_mode}")
+    if requested and requested not in report.devices:
+        print(_cut(f"warning: {BACKEND_ENV}={requested} is not usable: "
+                   f"{report.reasons.get(requested, 'unknown backend')}", WIDTH))
+    print(_cut(f"python:  {report.python or '?'} ({report.executable or '?'})", WIDTH))
+    versions = [f"torch {report.torch_version or '-'}", f"triton {report.triton_version or '-'}",
+                f"torch_npu {report.torch_npu_version or '-'}"]
+    print("versions: " + ", ".join(versions))
+    print("devices:")
+    for name, devs in report.devices.items():
+        label = ", ".join(f"{i}: {d}" for i, d in enumerate(devs)) if name != "cpu" else "cpu (Triton interpreter)"
+        print(_cut(f"  {name}: {label}", WIDTH))
+    print("not picked:")
+    for name in ("npu", "cuda", "cpu"):
+        if name != picked:
+            reason = report.reasons.get(name, "available")
+            print(textwrap.fill(f"{name}: {reason}", WIDTH, initial_indent="  ", subsequent_indent="    "))
+    if report.probe_error:
+        print(textwrap.fill(f"probe: {report.probe_error}", WIDTH))
+    return 0

@@ -1,0 +1,45 @@
+"""The Ascend NPU backend: torch_npu profiler by default, msprof as an option.
+
+Why ``TORCH_DEVICE_BACKEND_AUTOLOAD=0``: upstream imports torch and torch_npu explicitly with
+autoload off to avoid a torch_npu initialisation race; ``import_torch`` does the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from helix_engine.eval.backends.base import Backend
+
+
+class NpuBackend(Backend):
+    name = "npu"
+    device_str = "npu"
+    visible_devices_var = "ASCEND_RT_VISIBLE_DEVICES"
+    default_bench_mode = "torch-npu-profiler"
+    bench_modes = ("torch-npu-profiler", "msprof", "device-event", "perf-counter")
+    #: Larger than the L2 of Ascend 910-class devices (192 MB).
+    l2_flush_bytes = 256 * 1024 * 1024
+
+    def child_env(self, device: str | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
+        env = super().child_env(device, base)
+        env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
+        return env
+
+    def import_torch(self) -> Any:
+        import torch
+        import torch_npu  # noqa: F401 - registers torch.npu
+
+        return torch
+
+    def synchronize(self) -> None:
+        torch = self.import_torch()
+        torch.npu.synchronize()
+
+    def device_name(self) -> str:
+        torch = self.import_torch()
+        return str(torch.npu.get_device_name(torch.npu.current_device()))
+
+    def event_pair(self) -> tuple[Any, Any]:
+        torch = self.import_torch()
+        return torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)

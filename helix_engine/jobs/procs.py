@@ -1,0 +1,157 @@
+"""Process facts from /proc (Linux) with a portable fallback: liveness, start time, the
+members and resident memory of a process group, and group termination.
+
+Why /proc: a PID can be reused and a zombie still answers ``kill(pid, 0)``; reading the
+process state and start time tells a live job from a dead one that nobody reaped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+_PROC = Path("/proc")
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """Fields 3.. of /proc/<pid>/stat (after the ``(comm)``), or None when unreadable."""
+    try:
+        raw = (_PROC / str(pid) / "stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    end = raw.rfind(")")
+    return raw[end + 2 :].split() if end >= 0 else None
+
+
+def start_ticks(pid: int) -> int | None:
+    """The process start time in clock ticks since boot (None when unknown)."""
+    fields = _stat_fields(pid)
+    if fields is None or len(fields) < 20:
+        return None
+    try:
+        return int(fields[19])
+    except ValueError:
+        return None
+
+
+def pid_alive(pid: int | None, started: int | None = None) -> bool:
+    """True when ``pid`` runs (not a zombie) and, if ``started`` is given, is the same process."""
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # exists, owned by someone else
+    fields = _stat_fields(pid)
+    if fields is None:
+        return not _PROC.is_dir()  # no /proc: trust kill(0)
+    if fields and fields[0] in ("Z", "X"):
+        return False
+    if started is not None:
+        now = start_ticks(pid)
+        if now is not None and now != started:
+            return False  # the PID was reused by another process
+    return True
+
+
+def group_members(pgid: int) -> list[tuple[int, int]]:
+    """``(pid, rss_bytes)`` of every live (non-zombie) process in process group ``pgid``."""
+    out: list[tuple[int, int]] = []
+    try:
+        entries = os.listdir(_PROC)
+    except OSError:
+        return out
+    for name in entries:
+        if not name.isdigit():
+            continue
+        fields = _stat_fields(int(name))
+        if fields is None or len(fields) < 22 or fields[0] in ("Z", "X"):
+            continue
+        try:
+            if int(fields[2]) != pgid:
+                continue
+            out.append((int(name), int(fields[21]) * _PAGE))
+        except ValueError:
+            continue
+    return out
+
+
+def group_rss_bytes(pgid: int) -> int:
+    return sum(rss for _, rss in group_members(pgid))
+
+
+def group_alive(pgid: int | None) -> bool:
+    """True while any non-zombie process of the group exists."""
+    if not pgid or pgid <= 1:
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not _PROC.is_dir():
+        return True
+    return bool(group_members(pgid))
+
+
+def signal_group(pgid: int | None, sig: int) -> bool:
+    """Send ``sig`` to the group; False when it no longer exists. Never signals group 0/1."""
+    if not pgid or pgid <= 1 or pgid == os.getpgrp():
+        return False
+    try:
+        os.killpg(pgid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+
+
+def terminate_group(pgid: int | None, grace_s: float, *, reap: object = None) -> str:
+    """SIGTERM the group, wait up to ``grace_s`` for it to empty, then SIGKILL.
+
+    ``reap`` may be a ``subprocess.Popen`` whose leader we must wait on (else it stays a
+    zombie). Returns ``"none"`` (nothing ran), ``"SIGTERM"`` or ``"SIGKILL"`` (what ended it).
+    """
+    if not signal_group(pgid, signal.SIGTERM):
+        return "none"
+    deadline = time.monotonic() + max(0.0, grace_s)
+    while time.monotonic() < deadline:
+        if reap is not None:
+            with contextlib.suppress(Exception):
+                reap.poll()  # type: ignore[attr-defined]
+        if not group_alive(pgid):
+            return "SIGTERM"
+        time.sleep(0.05)
+    signal_group(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        if reap is not None:
+            with contextlib.suppress(Exception):
+                reap.poll()  # type: ignore[attr-defined]
+        if not group_alive(pgid):
+            break
+        time.sleep(0.02)
+    return "SIGKILL"
+
+
+def physical_memory_bytes() -> int | None:
+    """Physical RAM, lowered to the cgroup v2/v1 memory limit when one is set."""
+    total: int | None = None
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for limit_file in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        with contextlib.suppress(OSError, ValueError):
+            text = Path(limit_file).read_text().strip()
+            if text and text != "max":
+                value = int(text)
+                if 0 < value < (1 << 60) and (total is None or value < total):
+                    total = value
+    return total

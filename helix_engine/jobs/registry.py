@@ -1,0 +1,233 @@
+"""The jobs registry: ``<ws>/.helix/jobs/<id>/`` holds job.json, events.jsonl and output.log.
+
+Why files: a job started by an agent's CLI call is visible, live, to any cockpit or other
+helix process reading the workspace. Reading never crashes on what it finds: a corrupt
+job.json is skipped by ``list_jobs``, a malformed events line is skipped, a partial last
+line is left for the next read. A job still marked queued/running whose supervisor and
+child are both gone is reported as ``lost``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import secrets
+import time
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from helix_engine.errors import HelixError
+from helix_engine.jobs.events import EVENTS_NAME
+from helix_engine.jobs.procs import pid_alive
+from helix_engine.workspace.files import atomic_write_json
+from helix_engine.workspace.layout import HELIX_DIR, JOBS_DIR
+
+JobStatus = Literal["queued", "running", "passed", "failed", "timeout", "cancelled", "lost"]
+JOB_STATUSES: tuple[str, ...] = ("queued", "running", "passed", "failed", "timeout", "cancelled", "lost")
+ACTIVE_STATUSES: frozenset[str] = frozenset({"queued", "running"})
+FINAL_STATUSES: frozenset[str] = frozenset({"passed", "failed", "timeout", "cancelled"})
+JOB_NAME = "job.json"
+OUTPUT_NAME = "output.log"
+CANCEL_NAME = "cancel-requested"
+#: Bytes read per ``read_events`` call at most (a huge file is read in pages).
+MAX_EVENTS_CHUNK = 4 * 1024 * 1024
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class JobInfo(BaseModel):
+    """job.json. Extra keys survive a load → save (``pgid``, ``timeout_s``, start ticks...)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    kind: str
+    argv: list[str] = []
+    round: str | None = None
+    device: str | None = None
+    backend: str | None = None
+    pid: int | None = None
+    supervisor_pid: int | None = None
+    created_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    status: JobStatus = "queued"
+    exit_code: int | None = None
+    message: str | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.status in ACTIVE_STATUSES
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+def jobs_root(ws: Path) -> Path:
+    return Path(ws) / HELIX_DIR / JOBS_DIR
+
+
+def job_dir(ws: Path, job_id: str) -> Path:
+    if not _ID_RE.match(job_id or ""):
+        raise HelixError(f"{job_id!r} is not a job id; run `helix jobs list` to see the ids")
+    return jobs_root(ws) / job_id
+
+
+def new_job_id(kind: str) -> str:
+    """Sortable, unique and readable: ``20261130-083212-bench-3f9a``."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    safe_kind = re.sub(r"[^A-Za-z0-9]+", "-", kind).strip("-")[:24] or "job"
+    return f"{stamp}-{safe_kind}-{secrets.token_hex(2)}"
+
+
+def write_job(folder: Path, info: JobInfo) -> None:
+    """Atomic write of job.json (a reader never sees a half-written file)."""
+    atomic_write_json(Path(folder) / JOB_NAME, info.to_json())
+
+
+def _read_job(folder: Path) -> JobInfo:
+    data = json.loads((Path(folder) / JOB_NAME).read_text(encoding="utf-8"))
+    return JobInfo.model_validate(data)
+
+
+def with_liveness(info: JobInfo, folder: Path | None = None) -> JobInfo:
+    """Report a queued/running job whose supervisor and child are both gone as ``lost``."""
+    if info.status not in ACTIVE_STATUSES:
+        return info
+    extra = info.model_extra or {}
+    child = pid_alive(info.pid, extra.get("pid_start_ticks"))
+    supervisor = pid_alive(info.supervisor_pid, extra.get("supervisor_start_ticks"))
+    if child or supervisor:
+        return info
+    # Re-read: the supervisor may have written the final status just before exiting.
+    if folder is not None:
+        try:
+            fresh = _read_job(folder)
+            if fresh.status not in ACTIVE_STATUSES:
+                return fresh
+        except (OSError, ValueError, ValidationError):
+            pass
+    lost = info.model_copy(deep=True)
+    lost.status = "lost"
+    lost.message = (
+        f"the job was {info.status} but its processes are gone without a final status "
+        "(the supervising helix process was killed); run it again"
+    )
+    return lost
+
+
+def load_job(ws: Path, job_id: str) -> JobInfo:
+    """One job by id (or a unique id prefix), with lost detection. Raises HelixError."""
+    folder = job_dir(ws, job_id)
+    if not (folder / JOB_NAME).is_file():
+        matches = [j for j in _job_folders(ws) if j.name.startswith(job_id)]
+        if len(matches) == 1:
+            folder = matches[0]
+        elif len(matches) > 1:
+            raise HelixError(
+                f"{job_id!r} matches {len(matches)} jobs; give more of the id "
+                "(`helix jobs list` shows them)"
+            )
+        else:
+            raise HelixError(
+                f"no job {job_id!r} in {jobs_root(ws)}; run `helix jobs list` to see the ids"
+            )
+    try:
+        info = _read_job(folder)
+    except (OSError, ValueError, ValidationError) as exc:
+        raise HelixError(
+            f"{folder / JOB_NAME} is unreadable ({type(exc).__name__}); the job record is "
+            "damaged, delete that folder"
+        ) from None
+    return with_liveness(info, folder)
+
+
+def _job_folders(ws: Path) -> list[Path]:
+    root = jobs_root(ws)
+    try:
+        return [p for p in root.iterdir() if p.is_dir() and _ID_RE.match(p.name)]
+    except OSError:
+        return []
+
+
+def list_jobs(ws: Path) -> list[JobInfo]:
+    """Every readable job, newest first; damaged records are skipped, never raised."""
+    jobs: list[JobInfo] = []
+    for folder in _job_folders(ws):
+        try:
+            info = _read_job(folder)
+        except (OSError, ValueError, ValidationError):
+            continue
+        jobs.append(with_liveness(info, folder))
+    jobs.sort(key=lambda j: (j.created_at, j.id), reverse=True)
+    return jobs
+
+
+def read_events(job_dir: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """Events appended since byte ``offset``, and the offset to pass next time.
+
+    A partial last line (a writer mid-append) is not consumed: the returned offset stops
+    before it. Malformed lines and lines without an ``event`` key are skipped. If the file
+    shrank below ``offset`` (replaced), reading restarts at 0.
+    """
+    path = Path(job_dir) / EVENTS_NAME
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return [], max(0, offset)
+    if offset < 0 or offset > size:
+        offset = 0
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read(MAX_EVENTS_CHUNK)
+    except OSError:
+        return [], offset
+    end = data.rfind(b"\n")
+    if end < 0:
+        if len(data) >= MAX_EVENTS_CHUNK:  # one giant line: skip it rather than stall forever
+            return [], offset + len(data)
+        return [], offset
+    events: list[dict[str, Any]] = []
+    for raw in data[: end + 1].splitlines():
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("event"), str):
+            events.append(obj)
+    return events, offset + end + 1
+
+
+def cancel_requested(folder: Path) -> bool:
+    return (Path(folder) / CANCEL_NAME).exists()
+
+
+def request_cancel(folder: Path) -> None:
+    atomic_write_json(Path(folder) / CANCEL_NAME, {"pid": os.getpid(), "ts": time.time()})
+
+
+@contextlib.contextmanager
+def job_lock(folder: Path) -> Iterator[None]:
+    """Serialize status writes to one job.json between its supervisor and a canceller."""
+    fd = os.open(Path(folder) / ".job.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def read_job_file(folder: Path) -> JobInfo:
+    """job.json of one folder, without lost detection (raises on a damaged file)."""
+    return _read_job(folder)
