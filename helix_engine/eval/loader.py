@@ -1,0 +1,438 @@
+"""The harness contract: metadata header, bench hooks, test hooks and kernel resolution.
+
+Parent-side helpers (``read_metadata``, ``resolve_kernels``, ``find_*_file``) only read text.
+The ``load_*`` functions import user code and therefore run only in the child worker. Every
+contract violation raises ``HarnessContractError`` whose message names the file and the hook
+and says what to change.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from helix_engine.errors import HelixError
+
+API_KINDS: tuple[str, ...] = ("triton-wrapper", "tilelang-wrapper", "torch-function", "torch-module")
+STANDALONE_API_KINDS: tuple[str, ...] = ("triton-wrapper", "torch-function", "torch-module")
+TEST_MODES: tuple[str, ...] = ("standalone", "differential")
+DEFAULT_WARMUP = 5
+DEFAULT_REPEATS = 50
+_META_RE = re.compile(r"^#\s*([A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(.*?)\s*$")
+_STEM_PREFIXES = ("opt_", "triton_", "reference_", "candidate_")
+
+
+class HarnessContractError(HelixError):
+    """A harness or operator file breaks the contract; the message names file and hook."""
+
+    def __init__(self, file: Path | str, hook: str, problem: str) -> None:
+        self.file = str(file)
+        self.hook = hook
+        super().__init__(f"{Path(file).name}: {hook}: {problem}")
+
+
+# ------------------------------------------------------------------------------ metadata
+
+
+def parse_metadata(text: str) -> dict[str, str]:
+    """The leading run of ``# key: value`` lines (keys lower-cased).
+
+    Blank lines before the first key are skipped; parsing stops at the first blank line after
+    a key, or at the first line that is not a comment. Comment lines without ``key: value``
+    (a shebang, prose) are skipped.
+    """
+    meta: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            if meta:
+                break
+            continue
+        if not line.startswith("#"):
+            break
+        match = _META_RE.match(line)
+        if match:
+            meta[match.group(1).lower()] = match.group(2)
+    return meta
+
+
+def read_metadata(path: Path) -> dict[str, str]:
+    """Metadata header of a file; an unreadable file is a clear error."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise HelixError(f"cannot read {path} ({exc.strerror or exc}); check the path") from None
+    return parse_metadata(text)
+
+
+def metadata_kernels(meta: dict[str, str]) -> list[str]:
+    raw = meta.get("kernels") or meta.get("kernel") or ""
+    return [k.strip() for k in raw.split(",") if k.strip()]
+
+
+def check_api_kind(meta: dict[str, str], file: Path, allowed: tuple[str, ...] = API_KINDS) -> str | None:
+    kind = meta.get("api-kind")
+    if kind is None or kind == "":
+        return None
+    if kind not in allowed:
+        raise HarnessContractError(
+            file, "api-kind", f"unknown api-kind {kind!r}; use one of: {', '.join(allowed)}"
+        )
+    return kind
+
+
+# ------------------------------------------------------------------------ kernel resolution
+
+
+def _is_jit(node: ast.expr) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Name):
+        return target.id == "jit"
+    if isinstance(target, ast.Attribute):
+        return target.attr == "jit" and isinstance(target.value, ast.Name) and target.value.id == "triton"
+    return False
+
+
+def jit_functions(source: str, file: Path | str = "<operator>") -> list[str]:
+    """Top-level functions decorated with ``triton.jit``, ``triton.jit(...)`` or bare ``jit``."""
+    try:
+        tree = ast.parse(source, filename=str(file))
+    except SyntaxError as exc:
+        raise HarnessContractError(
+            file, "kernels", f"the operator does not parse (line {exc.lineno}: {exc.msg}); fix the syntax"
+        ) from None
+    names: list[str] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            _is_jit(d) for d in node.decorator_list
+        ):
+            names.append(node.name)
+    return names
+
+
+def resolve_kernels(
+    operator_file: Path, metadata: dict[str, str] | None = None
+) -> tuple[list[str], str]:
+    """Stable union of metadata ``kernels`` and the operator's jit functions, and its source.
+
+    ``metadata`` is the header of the harness that names the kernels (bench or test file);
+    when None, the operator's own header is used. An empty set is an error.
+    """
+    operator_file = Path(operator_file)
+    try:
+        source = operator_file.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise HelixError(f"cannot read operator {operator_file} ({exc.strerror or exc})") from None
+    meta = parse_metadata(source) if metadata is None else metadata
+    from_meta = metadata_kernels(meta)
+    from_op = jit_functions(source, operator_file)
+    names: list[str] = []
+    for name in [*from_meta, *from_op]:
+        if name not in names:
+            names.append(name)
+    if not names:
+        raise HarnessContractError(
+            operator_file,
+            "kernels",
+            "no kernels found: add `# kernels: <name>` to the bench header or decorate the kernel "
+            "with @triton.jit in the operator",
+        )
+    if from_meta and from_op:
+        source_kind = "metadata+operator"
+    elif from_meta:
+        source_kind = "metadata"
+    else:
+        source_kind = "operator"
+    return names, source_kind
+
+
+# --------------------------------------------------------------------------- file discovery
+
+
+def _stems(operator_file: Path) -> list[str]:
+    stem = Path(operator_file).stem
+    stems = [stem]
+    for prefix in _STEM_PREFIXES:
+        if stem.startswith(prefix) and len(stem) > len(prefix):
+            stems.append(stem[len(prefix):])
+    return stems
+
+
+def _search_dirs(operator_file: Path) -> list[Path]:
+    from helix_engine.workspace.layout import workspace_of
+
+    folder = Path(operator_file).resolve().parent
+    dirs = [folder]
+    ws = workspace_of(operator_file)
+    if ws != folder:
+        dirs.append(ws)
+    return dirs
+
+
+def find_bench_file(operator_file: Path) -> Path:
+    for folder in _search_dirs(operator_file):
+        for stem in _stems(operator_file):
+            cand = folder / f"bench_{stem}.py"
+            if cand.is_file():
+                return cand
+    raise HelixError(
+        f"no bench file found for {operator_file}: create bench_<op>.py beside it (or in the "
+        "workspace) or pass --bench-file"
+    )
+
+
+def find_test_file(operator_file: Path, test_mode: str | None = None) -> Path:
+    prefixes = {"standalone": ["test_"], "differential": ["differential_test_"]}.get(
+        test_mode or "", ["differential_test_", "test_"]
+    )
+    for folder in _search_dirs(operator_file):
+        for stem in _stems(operator_file):
+            for prefix in prefixes:
+                cand = folder / f"{prefix}{stem}.py"
+                if cand.is_file():
+                    return cand
+    raise HelixError(
+        f"no test file found for {operator_file}: create test_<op>.py or differential_test_<op>.py "
+        "beside it (or in the workspace) or pass --test-file"
+    )
+
+
+def test_mode_of(test_file: Path, override: str | None = None) -> str:
+    """``--test-mode`` wins; otherwise the ``# test-mode:`` header, which must then exist."""
+    mode = override or read_metadata(test_file).get("test-mode")
+    if not mode:
+        raise HarnessContractError(
+            test_file,
+            "test-mode",
+            "the header has no `# test-mode: standalone|differential` line; add it or pass --test-mode",
+        )
+    if mode not in TEST_MODES:
+        raise HarnessContractError(
+            test_file, "test-mode", f"unknown test mode {mode!r}; use standalone or differential"
+        )
+    return mode
+
+
+# ---------------------------------------------------------------------- importing user code
+
+
+def import_file(path: Path, preferred_name: str | None = None) -> ModuleType:
+    """Import a user file as a module (its folder goes on sys.path, as upstream does)."""
+    path = Path(path).resolve()
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = preferred_name or path.stem
+    existing = sys.modules.get(name)
+    if existing is not None and getattr(existing, "__file__", None) != str(path):
+        n = 2
+        while f"{name}__helix{n}" in sys.modules:
+            n += 1
+        name = f"{name}__helix{n}"
+    elif existing is not None:
+        return existing
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise HelixError(f"cannot import {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def require_hook(module: ModuleType, file: Path, hook: str, what: str) -> Callable[..., Any]:
+    fn = getattr(module, hook, None)
+    if fn is None:
+        raise HarnessContractError(file, hook, f"the hook is missing; define {what}")
+    if not callable(fn):
+        raise HarnessContractError(file, hook, f"is not callable; define {what}")
+    return fn
+
+
+def operator_api_from_metadata(module: ModuleType, meta: dict[str, str], test_file: Path) -> Any:
+    """Standalone tests: the API named by ``# api-name`` built per ``# api-kind``."""
+    kind = check_api_kind(meta, test_file, STANDALONE_API_KINDS) or "triton-wrapper"
+    name = meta.get("api-name")
+    if not name:
+        raise HarnessContractError(
+            test_file, "api-name", "the header names no operator API; add `# api-name: <function or class>`"
+        )
+    obj = getattr(module, name, None)
+    if obj is None:
+        raise HarnessContractError(
+            test_file, "api-name", f"the operator defines no {name!r}; fix `# api-name:`"
+        )
+    if kind == "torch-module":
+        obj = obj()
+        obj = _to_device(obj)
+    if not callable(obj):
+        raise HarnessContractError(test_file, "api-name", f"{name!r} is not callable")
+    return obj
+
+
+def _to_device(module_obj: Any) -> Any:
+    from helix_engine.harness import device
+
+    dev = device()
+    to = getattr(module_obj, "to", None)
+    if dev != "cpu" and callable(to):
+        return to(dev)
+    return module_obj
+
+
+# ------------------------------------------------------------------------------ bench hooks
+
+
+@dataclass
+class BenchCase:
+    id: str
+    warmup: int
+    repeats: int
+    raw: dict[str, Any]
+
+
+@dataclass
+class BenchHarness:
+    bench_file: Path
+    operator_file: Path
+    operator_module: ModuleType
+    bench_module: ModuleType
+    api: Any
+    cases: list[BenchCase]
+    kernel_names: list[str]
+    kernel_source: str
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def build_fn(self, case: BenchCase) -> Callable[[], Any]:
+        hook = require_hook(self.bench_module, self.bench_file, "build_bench_case_fn",
+                            "build_bench_case_fn(api, case) returning a zero-argument closure")
+        fn = hook(self.api, case.raw)
+        if not callable(fn):
+            raise HarnessContractError(
+                self.bench_file, "build_bench_case_fn",
+                f"case {case.id!r}: returned {type(fn).__name__}, expected a zero-argument closure",
+            )
+        return fn
+
+
+def _int_field(case: dict[str, Any], key: str, default: int, minimum: int, file: Path, cid: str) -> int:
+    value = case.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        bound = "≥0" if minimum == 0 else ">0"
+        raise HarnessContractError(
+            file, "build_bench_cases", f"case {cid!r}: {key}={value!r} is invalid; use an int {bound}"
+        )
+    return value
+
+
+def validate_bench_cases(cases: Any, file: Path) -> list[BenchCase]:
+    hook = "build_bench_cases"
+    if isinstance(cases, (str, bytes, dict)) or not hasattr(cases, "__iter__"):
+        raise HarnessContractError(file, hook, f"returned {type(cases).__name__}; return a list of dicts")
+    out: list[BenchCase] = []
+    seen: set[str] = set()
+    for index, case in enumerate(cases):
+        if not isinstance(case, dict):
+            raise HarnessContractError(file, hook, f"case #{index} is {type(case).__name__}, expected a dict")
+        cid = case.get("id")
+        if not isinstance(cid, str) or not cid.strip():
+            raise HarnessContractError(file, hook, f"case #{index} has an empty or missing id; give every case a unique non-empty string id")
+        if cid in seen:
+            raise HarnessContractError(file, hook, f"duplicate case id {cid!r}; case ids must be unique")
+        seen.add(cid)
+        warmup = _int_field(case, "warmup", DEFAULT_WARMUP, 0, file, cid)
+        repeats = _int_field(case, "repeats", DEFAULT_REPEATS, 1, file, cid)
+        out.append(BenchCase(id=cid, warmup=warmup, repeats=repeats, raw=case))
+    if not out:
+        raise HarnessContractError(file, hook, "returned no cases; return at least one case dict")
+    return out
+
+
+def load_bench_harness(bench_file: Path, operator_file: Path) -> BenchHarness:
+    """Import bench and operator, build the API and validate the cases (child side)."""
+    bench_file, operator_file = Path(bench_file), Path(operator_file)
+    meta = read_metadata(bench_file)
+    check_api_kind(meta, bench_file)
+    kernel_names, kernel_source = resolve_kernels(operator_file, meta)
+    op_module = import_file(operator_file)
+    bench_module = import_file(bench_file)
+    build_api = require_hook(bench_module, bench_file, "build_operator_api",
+                             "build_operator_api(operator_module) returning the callable")
+    require_hook(bench_module, bench_file, "build_bench_cases", "build_bench_cases() returning a list of case dicts")
+    require_hook(bench_module, bench_file, "build_bench_case_fn",
+                 "build_bench_case_fn(api, case) returning a zero-argument closure")
+    api = build_api(op_module)
+    cases = validate_bench_cases(bench_module.build_bench_cases(), bench_file)
+    return BenchHarness(bench_file, operator_file, op_module, bench_module, api, cases,
+                        kernel_names, kernel_source, meta)
+
+
+# ------------------------------------------------------------------------------- test hooks
+
+
+@dataclass
+class DifferentialCase:
+    id: str
+    inputs: Any
+    fn: Callable[[], Any]
+
+
+def load_standalone_test(test_file: Path, operator_file: Path) -> tuple[Callable[[Any], Any], Any]:
+    """(main, operator_api) for a standalone test (child side)."""
+    meta = read_metadata(test_file)
+    op_module = import_file(operator_file)
+    test_module = import_file(test_file)
+    main = require_hook(test_module, test_file, "main", "main(operator_api) that raises on failure")
+    builder = getattr(test_module, "build_operator_api", None)
+    api = builder(op_module) if callable(builder) else operator_api_from_metadata(op_module, meta, test_file)
+    return main, api
+
+
+def load_differential_cases(test_file: Path, operator_file: Path) -> tuple[list[DifferentialCase], bool]:
+    """The differential cases and the ``compute`` flag (``# compute-kind``)."""
+    meta = read_metadata(test_file)
+    check_api_kind(meta, test_file)
+    compute_kind = meta.get("compute-kind", "compute") or "compute"
+    if compute_kind not in ("compute", "non-compute"):
+        raise HarnessContractError(test_file, "compute-kind", f"unknown value {compute_kind!r}; use compute or non-compute")
+    op_module = import_file(operator_file)
+    test_module = import_file(test_file, f"{Path(test_file).stem}__{Path(operator_file).stem}")
+    build_api = require_hook(test_module, test_file, "build_operator_api", "build_operator_api(operator_module)")
+    build_cases = require_hook(test_module, test_file, "build_differential_test_cases",
+                               "build_differential_test_cases(api) returning [{'id','inputs','fn'}]")
+    raw_cases = build_cases(build_api(op_module))
+    hook = "build_differential_test_cases"
+    if raw_cases is None or isinstance(raw_cases, (str, bytes, dict)) or not hasattr(raw_cases, "__iter__"):
+        raise HarnessContractError(test_file, hook, f"returned {type(raw_cases).__name__}; return a list of case dicts")
+    cases: list[DifferentialCase] = []
+    seen: set[str] = set()
+    for index, case in enumerate(raw_cases):
+        if not isinstance(case, dict):
+            raise HarnessContractError(test_file, hook, f"case #{index} is {type(case).__name__}, expected a dict")
+        cid = case.get("id")
+        if not isinstance(cid, str) or not cid.strip():
+            raise HarnessContractError(test_file, hook, f"case #{index} has an empty or missing id; give every case a unique non-empty string id")
+        if cid in seen:
+            raise HarnessContractError(test_file, hook, f"duplicate case id {cid!r}; case ids must be unique")
+        seen.add(cid)
+        inputs = case.get("inputs", ())
+        if not isinstance(inputs, (tuple, list)):
+            raise HarnessContractError(test_file, hook, f"case {cid!r}: inputs must be a tuple or list")
+        fn = case.get("fn")
+        if not callable(fn):
+            raise HarnessContractError(test_file, hook, f"case {cid!r}: fn must be a zero-argument callable")
+        cases.append(DifferentialCase(cid, inputs, fn))
+    if not cases:
+        raise HarnessContractError(test_file, hook, "returned no cases; return at least one case dict")
+    return cases, compute_kind == "compute"

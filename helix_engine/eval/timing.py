@@ -1,0 +1,253 @@
+"""Child-side timing of one bench case, one function per bench mode.
+
+Each returns a ``CaseTiming``: the per-op view (when the mode sees device ops), the kernel vs
+total-op split by the resolved kernel names, and ``samples_us`` = per-iteration values of the
+compared metric (kernel sum when kernels matched, else total). Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine.eval.ascend_csv import OpView, newest, read_kernel_details, read_op_statistic
+
+NO_MATCH = "no resolved kernels matched profiler kernel view"
+NO_MATCH_MSPROF = "no resolved kernels matched op_statistic csv"
+METHODS: dict[str, str] = {
+    "perf-counter": "wall time (perf_counter) around fn + synchronize",
+    "device-event": "triton.testing.do_bench event timing with L2 flush",
+    "torch-profiler": "torch.profiler device kernel time per iteration",
+    "torch-npu-profiler": "torch_npu.profiler kernel_details device time",
+    "msprof": "msprof op_statistic device time",
+}
+
+
+@dataclass
+class CaseTiming:
+    samples_us: list[float]
+    kernel_avg_us: float | None
+    total_op_avg_us: float | None
+    ops: list[dict[str, Any]] | None
+    error_message: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def is_kernel_op(op_name: str, kernel_names: list[str]) -> bool:
+    return any(op_name == k or op_name == f"{k}_kernel" for k in kernel_names)
+
+
+def split_ops(view: OpView, kernel_names: list[str], no_match: str = NO_MATCH) -> CaseTiming:
+    """Kernel vs total-op from a per-op view; per-step samples when steps are known."""
+    ops = [{"op_type": name, "avg_time_us": avg} for name, avg in view.op_avgs.items()]
+    matched = [avg for name, avg in view.op_avgs.items() if is_kernel_op(name, kernel_names)]
+    kernel = sum(matched) if matched else None
+    total = view.total if view.op_avgs else None
+    samples: list[float] = []
+    for step in sorted(view.steps, key=_step_key):
+        per = view.steps[step]
+        if matched:
+            samples.append(sum(v for n, v in per.items() if is_kernel_op(n, kernel_names)))
+        else:
+            samples.append(sum(per.values()))
+    if not samples:
+        value = kernel if kernel is not None else total
+        samples = [value] if value is not None else []
+    error = None if matched else (no_match if view.op_avgs else "the profiler recorded no device ops")
+    return CaseTiming(samples, kernel, total, ops, error)
+
+
+def _step_key(step: str) -> tuple[int, str]:
+    try:
+        return (int(float(step)), step)
+    except ValueError:
+        return (0, step)
+
+
+# ---------------------------------------------------------------------------- perf-counter
+
+
+def time_perf_counter(fn: Callable[[], Any], warmup: int, repeats: int, sync: Callable[[], None]) -> CaseTiming:
+    for _ in range(warmup):
+        fn()
+        sync()
+    samples: list[float] = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync()
+        samples.append((time.perf_counter() - start) * 1e6)
+    mean = sum(samples) / len(samples)
+    return CaseTiming(samples, mean, mean, [])
+
+
+# ---------------------------------------------------------------------------- device-event
+
+
+def time_device_event(fn: Callable[[], Any], warmup: int, repeats: int, sync: Callable[[], None]) -> CaseTiming:
+    """triton.testing.do_bench with its L2 flush; warmup/repeats are counts, do_bench wants
+    milliseconds, so estimate one call first and convert."""
+    from triton.testing import do_bench
+
+    fn()
+    sync()
+    estimate_ms = float(do_bench(fn, warmup=1, rep=5, return_mode="median"))
+    estimate_ms = max(estimate_ms, 1e-4)
+    times = do_bench(fn, warmup=max(warmup, 1) * estimate_ms, rep=max(repeats, 1) * estimate_ms,
+                     return_mode="all")
+    samples = [float(t) * 1e3 for t in times]
+    mean = sum(samples) / len(samples)
+    return CaseTiming(samples, mean, mean, [])
+
+
+# -------------------------------------------------------------------------- torch-profiler
+
+
+def group_by_steps(kernels: list[tuple[str, float, float]], steps: list[tuple[float, float]],
+                   repeats: int) -> OpView:
+    """Kernels (name, start_us, dur_us) into active steps (start_us, end_us); when a kernel
+    fits no step (clock skew), fall back to chronological chunks of equal size."""
+    kernels = sorted(kernels, key=lambda k: k[1])
+    view = OpView()
+    totals: OrderedDict[str, float] = OrderedDict()
+    for name, _start, dur in kernels:
+        totals[name] = totals.get(name, 0.0) + dur
+    n_steps = len(steps) if steps else max(1, repeats)
+    view.op_avgs = OrderedDict((k, v / n_steps) for k, v in totals.items())
+    assigned: dict[str, dict[str, float]] = {}
+    ok = bool(steps)
+    for name, start, dur in kernels:
+        idx = next((i for i, (s, e) in enumerate(steps) if s <= start <= e), None)
+        if idx is None:
+            ok = False
+            break
+        per = assigned.setdefault(str(idx), {})
+        per[name] = per.get(name, 0.0) + dur
+    if ok:
+        for i in range(len(steps)):
+            assigned.setdefault(str(i), {})
+        view.steps = assigned
+    elif kernels and len(kernels) % n_steps == 0:
+        size = len(kernels) // n_steps
+        for i in range(n_steps):
+            per: dict[str, float] = {}
+            for name, _s, dur in kernels[i * size:(i + 1) * size]:
+                per[name] = per.get(name, 0.0) + dur
+            view.steps[str(i)] = per
+    return view
+
+
+def time_torch_profiler(fn: Callable[[], Any], warmup: int, repeats: int, sync: Callable[[], None],
+                        kernel_names: list[str]) -> CaseTiming:
+    """torch.profiler (CPU+CUDA), schedule skip_first=1/wait=0/warmup=W/active=R like upstream."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    collected: dict[str, Any] = {}
+
+    def on_ready(prof: Any) -> None:
+        collected["events"] = list(prof.events())
+
+    fn()
+    sync()
+    sched = schedule(skip_first=1, wait=0, warmup=warmup, active=repeats, repeat=1)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched,
+                 on_trace_ready=on_ready) as prof:
+        for _ in range(1 + warmup + repeats):
+            fn()
+            sync()
+            prof.step()
+    events = collected.get("events", [])
+    kernels = [(e.name, float(e.time_range.start), float(e.time_range.elapsed_us()))
+               for e in events if e.device_type == DeviceType.CUDA]
+    steps = sorted((float(e.time_range.start), float(e.time_range.end))
+                   for e in events if e.device_type == DeviceType.CPU and e.name.startswith("ProfilerStep#"))
+    steps = steps[-repeats:] if len(steps) >= repeats else steps
+    return split_ops(group_by_steps(kernels, steps, repeats), kernel_names)
+
+
+# ---------------------------------------------------------------------- torch-npu-profiler
+
+
+def time_torch_npu_profiler(fn: Callable[[], Any], warmup: int, repeats: int, sync: Callable[[], None],
+                            kernel_names: list[str], case_id: str) -> CaseTiming:
+    """torch_npu.profiler with the upstream settings; metrics from kernel_details.csv, falling
+    back to op_statistic*.csv when kernel details are missing or total 0."""
+    import torch_npu  # type: ignore[import-not-found]
+
+    base = os.environ.get("HELIX_BENCH_OUTPUT_DIR")
+    if base:
+        out = Path(base) / f"helix-bench-{os.getpid()}" / f"case-{case_id}"
+        out.mkdir(parents=True, exist_ok=True)
+        cleanup = False
+    else:
+        out = Path(tempfile.mkdtemp(prefix="helix-bench-"))
+        cleanup = True
+    try:
+        prof_mod = torch_npu.profiler
+        experimental = prof_mod._ExperimentalConfig(  # noqa: SLF001 - upstream uses it
+            profiler_level=prof_mod.ProfilerLevel.Level1, l2_cache=False, data_simplification=False)
+        fn()
+        sync()
+        with prof_mod.profile(
+            activities=[prof_mod.ProfilerActivity.NPU, prof_mod.ProfilerActivity.CPU],
+            schedule=prof_mod.schedule(wait=0, warmup=warmup, active=repeats, repeat=1, skip_first=1),
+            on_trace_ready=prof_mod.tensorboard_trace_handler(str(out)),
+            record_shapes=False, profile_memory=False, with_stack=False, with_modules=False,
+            with_flops=False, experimental_config=experimental,
+        ) as prof:
+            for _ in range(1 + warmup + repeats):
+                fn()
+                sync()
+                prof.step()
+        return timing_from_ascend_dir(out, repeats, kernel_names)
+    finally:
+        if cleanup:
+            shutil.rmtree(out, ignore_errors=True)
+
+
+def timing_from_ascend_dir(out: Path, repeats: int, kernel_names: list[str]) -> CaseTiming:
+    details = newest(out, "kernel_details.csv")
+    if details is not None:
+        view = read_kernel_details(details, repeats)
+        if view.total > 0:
+            return split_ops(view, kernel_names)
+    stat = newest(out, "op_statistic*.csv")
+    if stat is None:
+        return CaseTiming([], None, None, None, "the profiler wrote neither kernel_details.csv nor op_statistic*.csv")
+    return split_ops(read_op_statistic(stat, repeats), kernel_names)
+
+
+# -------------------------------------------------------------------------------- msprof
+
+
+def time_msprof(request_path: Path, case_id: str, warmup: int, repeats: int, kernel_names: list[str],
+                timeout_s: float | None = None) -> CaseTiming:
+    """Run ``msprof --output=<dir> python -m helix_engine.eval.worker REQ --run-one ID
+    --iterations W+R`` and read the newest op_statistic csv (warmups are not excluded)."""
+    msprof = shutil.which("msprof")
+    if msprof is None:
+        return CaseTiming([], None, None, None, "msprof is not on PATH; source the CANN set_env.sh or use --bench-mode torch-npu-profiler")
+    out = Path(tempfile.mkdtemp(prefix="helix-msprof-"))
+    try:
+        cmd = [msprof, f"--output={out}", sys.executable, "-m", "helix_engine.eval.worker", str(request_path),
+               "--run-one", case_id, "--iterations", str(warmup + repeats)]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        if proc.returncode != 0:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+            return CaseTiming([], None, None, None, f"msprof exited {proc.returncode}: {' '.join(tail)}")
+        stat = newest(out, "op_statistic_*.csv") or newest(out, "op_statistic*.csv")
+        if stat is None:
+            return CaseTiming([], None, None, None, "msprof wrote no op_statistic csv")
+        return split_ops(read_op_statistic(stat, warmup + repeats, msprof=True), kernel_names, NO_MATCH_MSPROF)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)

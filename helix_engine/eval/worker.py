@@ -1,0 +1,310 @@
+"""The child process of every eval job: ``python -m helix_engine.eval.worker REQUEST.json``.
+
+It imports the user's operator and harness (only ever here, never in the helix process),
+runs test or bench cases, streams one event per case into the job's events.jsonl and writes
+a result JSON named by the request. ``--run-one ID --iterations N`` is the msprof target:
+it calls one case's closure N times and exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from helix_engine import __version__
+from helix_engine.eval.loader import HarnessContractError
+
+COMPAT_DIR = Path(__file__).resolve().parent / "compat"
+
+
+class _Events:
+    """EventWriter when inside a job, else a no-op (the worker also runs by hand)."""
+
+    def __init__(self) -> None:
+        from helix_engine.jobs.events import EventWriter
+
+        self.writer = EventWriter.from_env()
+
+    def __getattr__(self, name: str) -> Any:
+        if self.writer is None:
+            return lambda *a, **k: None
+        return getattr(self.writer, name)
+
+
+class _Tee(io.TextIOBase):
+    def __init__(self, real: Any, buf: io.StringIO) -> None:
+        self.real, self.buf = real, buf
+
+    def write(self, text: str) -> int:
+        self.buf.write(text)
+        with contextlib.suppress(Exception):
+            self.real.write(text)
+            self.real.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(Exception):
+            self.real.flush()
+
+
+def _setup(request: dict[str, Any]) -> Any:
+    """Environment as upstream sets it, then the backend adapter (imports torch)."""
+    os.environ.setdefault("TRITON_ALWAYS_COMPILE", "1")
+    if os.environ.get("TRITON_ALL_BLOCKS_PARALLEL") == "1":
+        os.environ["TRITON_ALL_BLOCKS_PARALLEL"] = "0"
+    backend_name = request.get("backend") or "cpu"
+    os.environ["HELIX_DEVICE"] = request.get("device_str") or backend_name
+    if backend_name == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+    if backend_name == "npu":
+        os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
+    if str(COMPAT_DIR) not in sys.path:
+        sys.path.append(str(COMPAT_DIR))
+    from helix_engine.eval.backends import get_backend
+
+    backend = get_backend(backend_name)
+    backend.import_torch()
+    return backend
+
+
+def _to_cpu(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {k: _to_cpu(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_to_cpu(v) for v in value)
+    if isinstance(value, list):
+        return [_to_cpu(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------------------------------ bench
+
+
+def _time_case(mode: str, fn: Any, warmup: int, repeats: int, backend: Any, kernel_names: list[str],
+               case_id: str, request_path: Path) -> Any:
+    from helix_engine.eval import timing
+
+    sync = backend.synchronize
+    if mode == "perf-counter":
+        return timing.time_perf_counter(fn, warmup, repeats, sync)
+    if mode == "device-event":
+        return timing.time_device_event(fn, warmup, repeats, sync)
+    if mode == "torch-profiler":
+        return timing.time_torch_profiler(fn, warmup, repeats, sync, kernel_names)
+    if mode == "torch-npu-profiler":
+        return timing.time_torch_npu_profiler(fn, warmup, repeats, sync, kernel_names, case_id)
+    if mode == "msprof":
+        return timing.time_msprof(request_path, case_id, warmup, repeats, kernel_names)
+    raise ValueError(f"unknown bench mode {mode!r}")
+
+
+def _record(case_id: str, harness: Any, mode: str, timing_result: Any, error: str | None,
+            wall_s: float, backend: Any, device_name: str) -> dict[str, Any]:
+    from helix_engine.eval.timing import METHODS
+    from helix_engine.perf.stats import cap_samples, summarize
+
+    samples = [s for s in (timing_result.samples_us if timing_result else []) if s == s]
+    record: dict[str, Any] = {
+        "case_label": case_id,
+        "kernel_names": list(harness.kernel_names),
+        "kernel_source": harness.kernel_source,
+        "kernel_avg_time_us": timing_result.kernel_avg_us if timing_result else None,
+        "ops": timing_result.ops if timing_result else None,
+        "total_op_avg_time_us": timing_result.total_op_avg_us if timing_result else None,
+        "error_message": error if error else (timing_result.error_message if timing_result else None),
+        "case_wall_clock_seconds": round(wall_s, 6),
+        "bench_mode": mode,
+    }
+    if samples:
+        record["samples_us"] = cap_samples(samples)
+        record["stats"] = summarize(samples).model_dump(mode="json")
+    record.update(method=METHODS.get(mode, mode), device=device_name, backend=backend.name,
+                  helix_version=__version__)
+    return record
+
+
+def run_bench(request: dict[str, Any], request_path: Path, backend: Any, events: Any) -> dict[str, Any]:
+    from helix_engine.eval.loader import load_bench_harness
+
+    harness = load_bench_harness(Path(request["bench_file"]), Path(request["operator_file"]))
+    mode = request["bench_mode"]
+    wanted = request.get("case_ids")
+    cases = [c for c in harness.cases if not wanted or c.id in wanted]
+    try:
+        device_name = backend.device_name()
+    except Exception:  # noqa: BLE001 - a name is nice to have, never a reason to fail
+        device_name = backend.name
+    fns: dict[str, Any] = {}
+    build_errors: dict[str, str] = {}
+    for case in cases:  # upstream builds every closure up front
+        try:
+            fns[case.id] = harness.build_fn(case)
+        except HarnessContractError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a case error is data, not a crash
+            build_errors[case.id] = f"{type(exc).__name__}: {exc}"
+    records: list[dict[str, Any]] = []
+    total = len(cases)
+    for index, case in enumerate(cases):
+        warmup, repeats = case.warmup, case.repeats
+        if request.get("warmup_cap") is not None:
+            warmup = min(warmup, int(request["warmup_cap"]))
+        if request.get("repeats_cap") is not None:
+            repeats = min(repeats, int(request["repeats_cap"]))
+        if request.get("repeats_override"):
+            repeats = int(request["repeats_override"])
+        events.case_started(case.id, index, total)
+        start = time.perf_counter()
+        result, error = None, build_errors.get(case.id)
+        if error is None:
+            try:
+                result = _time_case(mode, fns[case.id], warmup, repeats, backend, harness.kernel_names,
+                                    case.id, request_path)
+            except Exception as exc:  # noqa: BLE001
+                error = f"{type(exc).__name__}: {exc}"
+                traceback.print_exc()
+        record = _record(case.id, harness, mode, result, error, time.perf_counter() - start, backend, device_name)
+        records.append(record)
+        events.case_finished(case.id, record)
+        events.progress(index + 1, total)
+    return {"records": records, "kernel_names": harness.kernel_names, "kernel_source": harness.kernel_source}
+
+
+def run_one(request: dict[str, Any], case_id: str, iterations: int, backend: Any) -> int:
+    """msprof target: call one case ``iterations`` times, syncing after each."""
+    from helix_engine.eval.loader import load_bench_harness
+
+    harness = load_bench_harness(Path(request["bench_file"]), Path(request["operator_file"]))
+    case = next((c for c in harness.cases if c.id == case_id), None)
+    if case is None:
+        print(f"no bench case {case_id!r}", file=sys.stderr)
+        return 2
+    fn = harness.build_fn(case)
+    for _ in range(iterations):
+        fn()
+        backend.synchronize()
+    return 0
+
+
+# ------------------------------------------------------------------------------------- test
+
+
+def _differential_payload(operator_file: Path, test_file: Path, case_id: str | None, backend: Any,
+                          events: Any, label: str) -> dict[str, Any]:
+    from helix_engine.eval.loader import load_differential_cases
+
+    cases, compute = load_differential_cases(test_file, operator_file)
+    if case_id is not None:
+        ids = [c.id for c in cases]
+        cases = [c for c in cases if c.id == case_id]
+        if not cases:
+            raise HarnessContractError(test_file, "build_differential_test_cases",
+                                       f"no case with id {case_id!r}; the ids are: {', '.join(ids)}")
+    out = []
+    for index, case in enumerate(cases):
+        events.case_started(f"{label}:{case.id}", index, len(cases))
+        result = case.fn()
+        backend.synchronize()
+        out.append({"id": case.id, "inputs": _to_cpu(tuple(case.inputs)), "result": _to_cpu(result)})
+        events.case_finished(f"{label}:{case.id}", {"ok": True})
+        events.progress(index + 1, len(cases))
+    return {"compute": compute, "cases": out}
+
+
+def run_test(request: dict[str, Any], backend: Any, events: Any) -> dict[str, Any]:
+    import torch
+
+    from helix_engine.eval.accuracy import compare_payloads
+
+    operator_file, test_file = Path(request["operator_file"]), Path(request["test_file"])
+    buf = io.StringIO()
+    rc, archived, comparison = 0, None, None
+    with contextlib.redirect_stdout(_Tee(sys.stdout, buf)), contextlib.redirect_stderr(_Tee(sys.stderr, buf)):
+        try:
+            if request["test_mode"] == "standalone":
+                from helix_engine.eval.loader import load_standalone_test
+
+                main, api = load_standalone_test(test_file, operator_file)
+                events.case_started("main", 0, 1)
+                main(api)
+                backend.synchronize()
+                events.case_finished("main", {"ok": True})
+            else:
+                case_id = request.get("case_id")
+                payload = _differential_payload(operator_file, test_file, case_id, backend, events, "candidate")
+                if case_id is None and request.get("archive_path"):
+                    torch.save(payload, request["archive_path"])
+                    archived = request["archive_path"]
+                reference = None
+                if request.get("ref_archive"):
+                    reference = torch.load(request["ref_archive"], map_location="cpu", weights_only=True)
+                    if case_id is not None and isinstance(reference, dict) and isinstance(reference.get("cases"), list):
+                        reference = dict(reference, cases=[c for c in reference["cases"] if c.get("id") == case_id])
+                elif request.get("ref_operator_file"):
+                    reference = _differential_payload(Path(request["ref_operator_file"]), test_file, case_id,
+                                                      backend, events, "reference")
+                if reference is not None:
+                    comparison = compare_payloads(reference, payload, request.get("accuracy_mode")).to_json()
+        except HarnessContractError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the test failing is the result
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            rc = 1
+            traceback.print_exc()
+    return {"return_code": rc, "stdout": buf.getvalue(), "archived_result": archived, "comparison": comparison}
+
+
+# ------------------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        print("usage: python -m helix_engine.eval.worker REQUEST.json [--run-one ID --iterations N]", file=sys.stderr)
+        return 2
+    request_path = Path(args[0])
+    request = json.loads(request_path.read_text(encoding="utf-8"))
+    backend = _setup(request)
+    if "--run-one" in args:
+        case_id = args[args.index("--run-one") + 1]
+        iterations = int(args[args.index("--iterations") + 1]) if "--iterations" in args else 1
+        return run_one(request, case_id, iterations, backend)
+    events = _Events()
+    rc = 0
+    try:
+        if request["action"] == "bench":
+            result = run_bench(request, request_path, backend, events)
+        elif request["action"] == "test":
+            result = run_test(request, backend, events)
+            rc = int(result["return_code"])
+        else:
+            raise ValueError(f"unknown action {request['action']!r}")
+    except HarnessContractError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        result, rc = {"error": str(exc), "contract_error": True}, 2
+    except Exception as exc:  # noqa: BLE001 - report, then exit non-zero
+        traceback.print_exc()
+        result, rc = {"error": f"{type(exc).__name__}: {exc}"}, 1
+    from helix_engine.workspace.files import atomic_write_json
+
+    atomic_write_json(Path(request["result_path"]), result, indent=None)
+    summary = {k: v for k, v in result.items() if k in ("error", "return_code", "archived_result")}
+    events.result(summary)
+    sys.stdout.flush()
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
