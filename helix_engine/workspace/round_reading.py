@@ -1,0 +1,274 @@
+"""Read one part of a workspace: the baseline, one round, the workflow state, the latest verify.
+
+Each reader returns what it found plus Problems (file, line where known, what to do). Path
+fields resolve relative to the file that declares them, then workspace-relative; a path that
+leaves the workspace (``..``, absolute, or a symlink) is a Problem and is not read. attempts.md
+and summary.md are only stat'ed here (they can be huge); the UI reads them on demand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine.perf.artifact import read_perf
+from helix_engine.workspace import layout, status_rules
+from helix_engine.workspace.files import PathOutsideWorkspace, resolve_inside
+from helix_engine.workspace.models import (
+    BaselineState,
+    BaselineView,
+    Problem,
+    RoundState,
+    RoundView,
+    WorkflowState,
+)
+from helix_engine.workspace.reading import (
+    exists_dir,
+    exists_file,
+    list_dir,
+    load_model,
+    read_json_object,
+    shown,
+)
+
+STATE_MISSING = "round-state.json is missing"
+MULTIPLE_BASELINE = "found multiple baseline perf files"
+
+
+def resolve_declared(root: Path, declared_in: Path, value: Any, file: str,
+                     field_name: str) -> tuple[Path | None, Problem | None]:
+    """A declared path, resolved by the contract; (None, Problem) when it leaves the workspace."""
+    if not isinstance(value, str) or not value.strip():
+        return None, Problem(file, f"{field_name} is empty; give a path inside the workspace")
+    try:
+        return resolve_inside(root, declared_in, value), None
+    except PathOutsideWorkspace:
+        return None, Problem(file, f"{field_name} {value!r} points outside the workspace, so it was not "
+                             "read; copy the file into the workspace and point to it there")
+    except (ValueError, OSError, RuntimeError) as exc:
+        return None, Problem(file, f"{field_name} {value!r} cannot be resolved ({exc}); fix the path")
+
+
+def _exists(path: Path) -> bool:
+    return exists_file(path) or path.is_symlink()
+
+
+# ----------------------------------------------------------------------------------- baseline
+
+
+def _fallback_baseline_perf(root: Path, bdir: Path, stem: str | None,
+                            top_perf: list[Path]) -> tuple[Path | None, bool]:
+    """Upstream's lookup when baseline/state.json is missing or invalid → (file, failed)."""
+    if _exists(bdir / "perf.txt"):
+        return bdir / "perf.txt", False
+    in_baseline = [p for p in list_dir(bdir) if p.name.endswith("_perf.txt") and _exists(p)]
+    if len(in_baseline) == 1:
+        return in_baseline[0], False
+    if len(in_baseline) > 1:
+        return None, True
+    if not top_perf:
+        return None, False
+    if stem is not None:
+        for p in top_perf:
+            if p.name == f"{stem}_perf.txt":
+                return p, False
+    for p in top_perf:
+        if p.name == "baseline_perf.txt":
+            return p, False
+    if len(top_perf) == 1:
+        return top_perf[0], False
+    non_opt = [p for p in top_perf if not p.stem.startswith("opt_")]
+    if len(non_opt) == 1:
+        return non_opt[0], False
+    return None, True
+
+
+def load_baseline(root: Path, stem: str | None,
+                  top_perf: list[Path]) -> tuple[BaselineView, list[str], bool]:
+    """The baseline view, the upstream warnings of its perf lookup, and whether selection failed."""
+    bdir = root / layout.BASELINE_DIR
+    view = BaselineView(path=bdir, state=None, operator_file=None, perf_file=None)
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    failed = False
+    state_file = f"{layout.BASELINE_DIR}/{layout.BASELINE_STATE}"
+    state_path = bdir / layout.BASELINE_STATE
+    if _exists(state_path):
+        view.state, _, found = load_model(state_path, root, BaselineState, what="baseline state",
+                                          fix="fix it and run `helix submit-baseline` again")
+        problems += found
+    elif exists_dir(bdir):
+        problems.append(Problem(state_file, "is missing; write it (see the baseline contract) and run "
+                                "`helix submit-baseline`", severity="warning"))
+    state = view.state
+    if state is not None:
+        perf, problem = resolve_declared(root, bdir, state.perf_artifact, state_file, "perf_artifact")
+        if problem is not None:
+            problems.append(problem)
+            warnings.append("perf_artifact points outside the workspace")
+            failed = True
+        elif perf is not None and not _exists(perf):
+            problems.append(Problem(state_file, f"perf_artifact {state.perf_artifact!r} points to a missing "
+                                    "file; run the baseline bench or fix the path"))
+            warnings.append("perf_artifact points to a missing file")
+            failed = True
+        else:
+            view.perf_file = perf
+        op, problem = resolve_declared(root, bdir, state.baseline_operator, state_file, "baseline_operator")
+        if problem is not None:
+            problems.append(problem)
+        elif op is not None and not exists_file(op):
+            problems.append(Problem(state_file, f"baseline_operator {state.baseline_operator!r} points to a "
+                                    "missing file; copy the operator into baseline/", severity="warning"))
+        else:
+            view.operator_file = op
+        if not state.baseline_established or state.correctness_status != "passed" \
+                or state.benchmark_status != "passed":
+            problems.append(Problem(state_file, "the baseline is not established (baseline_established="
+                                    f"{state.baseline_established}, correctness={state.correctness_status}, "
+                                    f"benchmark={state.benchmark_status}); fix it and run "
+                                    "`helix submit-baseline`", severity="warning"))
+    else:
+        view.perf_file, failed = _fallback_baseline_perf(root, bdir, stem, top_perf)
+        if failed:
+            warnings.append(MULTIPLE_BASELINE)
+            problems.append(Problem(layout.BASELINE_DIR, "several perf files could be the baseline's; keep one "
+                                    "(<op>_perf.txt) or name it in baseline/state.json perf_artifact",
+                                    severity="warning"))
+        if stem is not None and exists_file(bdir / f"{stem}.py"):
+            view.operator_file = bdir / f"{stem}.py"
+    if view.perf_file is not None:
+        view.perf, found = read_perf(view.perf_file, root)
+        problems += found
+        if not view.perf:
+            warnings.append(f"cannot parse baseline perf file {shown(view.perf_file, root)}")
+        elif state is not None:
+            modes = {r.bench_mode for r in view.perf}
+            if len(modes) == 1 and state.bench_mode not in modes:
+                problems.append(Problem(state_file, f"bench_mode is {state.bench_mode} but the perf file was "
+                                        f"measured with {modes.pop()}; make them agree", severity="warning"))
+    view.problems = problems
+    return view, warnings, failed
+
+
+# -------------------------------------------------------------------------------------- rounds
+
+
+@dataclass
+class LoadedRound:
+    view: RoundView
+    problems: list[Problem] = field(default_factory=list)
+    state_note: str | None = None
+    comparison_target: Path | None = None
+
+
+def _round_perf_lookup(rdir: Path, stem: str | None) -> Path | None:
+    """The checker's lookup when no perf_artifact is declared: opt_<stem>_perf.txt, perf.txt,
+    then a single *_perf.txt."""
+    if stem is not None and _exists(rdir / f"opt_{stem}_perf.txt"):
+        return rdir / f"opt_{stem}_perf.txt"
+    if _exists(rdir / "perf.txt"):
+        return rdir / "perf.txt"
+    found = [p for p in list_dir(rdir) if p.name.endswith("_perf.txt")]
+    return found[0] if len(found) == 1 else None
+
+
+def _round_operator(rdir: Path, stem: str | None) -> Path | None:
+    if stem is not None:
+        for name in (f"opt_{stem}.py", f"{stem}.py"):
+            if exists_file(rdir / name):
+                return rdir / name
+    found = [p for p in list_dir(rdir) if p.suffix == ".py" and exists_file(p)]
+    return found[0] if found else None
+
+
+def load_round(root: Path, n: int, rdir: Path, stem: str | None) -> LoadedRound:
+    """One ``opt-round-N``: its state, perf records, operator and artifact completeness."""
+    view = RoundView(number=n, path=rdir)
+    out = LoadedRound(view)
+    state_file = f"{rdir.name}/{layout.ROUND_STATE}"
+    state_path = rdir / layout.ROUND_STATE
+    if _exists(state_path):
+        view.state, _, found = load_model(state_path, root, RoundState, what="round state",
+                                          fix=f"fix it so {rdir.name} can be counted")
+        out.problems += found
+        if view.state is None:
+            reason = found[0].message.split(";")[0] if found else "it cannot be read"
+            out.state_note = f"round-state.json is invalid ({reason})"
+    else:
+        out.state_note = STATE_MISSING
+    state = view.state
+    if state is not None and layout.parse_round_ref(state.round) not in (None, n):
+        out.problems.append(Problem(state_file, f"round is {state.round!r} but the folder is {rdir.name}; "
+                                    "make them agree", severity="warning"))
+    perf_ok = True
+    if state is not None and state.perf_artifact:
+        perf, problem = resolve_declared(root, rdir, state.perf_artifact, state_file, "perf_artifact")
+        if problem is not None:
+            out.problems.append(problem)
+            perf_ok = False
+        elif perf is not None and not _exists(perf):
+            out.problems.append(Problem(state_file, f"perf_artifact {state.perf_artifact!r} points to a "
+                                        f"missing file; run the round bench (opt_{stem or '<op>'}_perf.txt)"))
+            perf_ok = False
+        else:
+            view.perf_file = perf
+    else:
+        view.perf_file = _round_perf_lookup(rdir, stem)
+        perf_ok = view.perf_file is not None or (state is not None and state.benchmark_status != "passed")
+    if view.perf_file is not None:
+        view.perf, found = read_perf(view.perf_file, root)
+        out.problems += found
+    if state is not None and state.comparison_target_path:
+        target, problem = resolve_declared(root, rdir, state.comparison_target_path, state_file,
+                                           "comparison_target_path")
+        if problem is not None:
+            out.problems.append(problem)
+        out.comparison_target = target
+    view.operator_file = _round_operator(rdir, stem)
+    complete = perf_ok and view.operator_file is not None and exists_file(rdir / layout.ATTEMPTS)
+    summary = state.summary_path if state is not None else layout.SUMMARY
+    summary_path, problem = resolve_declared(root, rdir, summary or layout.SUMMARY, state_file, "summary_path")
+    if problem is not None:
+        out.problems.append(problem)
+    complete = complete and summary_path is not None and exists_file(summary_path)
+    if state is not None and state.perf_analysis_path:
+        analysis, problem = resolve_declared(root, rdir, state.perf_analysis_path, state_file,
+                                             "perf_analysis_path")
+        if problem is not None:
+            out.problems.append(problem)
+        complete = complete and analysis is not None and exists_file(analysis)
+    view.terminal = bool(complete and state is not None)
+    view.completed = bool(view.terminal and state is not None and state.correctness_status == "passed"
+                          and state.benchmark_status == "passed")
+    return out
+
+
+# ---------------------------------------------------------------------------- workflow, verify
+
+
+def load_workflow(root: Path) -> tuple[WorkflowState | None, list[Problem]]:
+    path = root / layout.HELIX_DIR / layout.WORKFLOW_STATE
+    if not _exists(path):
+        return None, []
+    state, _, problems = load_model(path, root, WorkflowState, what="workflow state",
+                                    fix="fix it, or delete it and run `helix submit-baseline` to rebuild it")
+    return state, problems
+
+
+def load_verify(vdir: Path, root: Path) -> tuple[dict[str, Any], list[Problem]]:
+    """The latest ``opt-verify/verify-*/verify-state.json`` (name order) and its verdict."""
+    info: dict[str, Any] = {"path": None, "verified": False, "geomean": None}
+    if not exists_dir(vdir):
+        return info, []
+    candidates = [p / "verify-state.json" for p in list_dir(vdir)
+                  if p.name.startswith("verify-") and exists_dir(p) and _exists(p / "verify-state.json")]
+    if not candidates:
+        return info, []
+    latest = candidates[-1]
+    info["path"] = latest
+    payload, problems = read_json_object(latest, root, what="verify state",
+                                         fix="re-run the verification; it counts as not verified")
+    info["verified"], info["geomean"] = status_rules.verify_summary(payload)
+    return info, problems

@@ -1,0 +1,328 @@
+"""Load a workspace into a WorkspaceSnapshot, and reload only what changed.
+
+Reading is split by what a file-system event can name: the layout (operator, round folders),
+the baseline, one round, opt-note.md, .helix/state.json and the latest verify. Each part keeps
+its own problems; `_derive` then recomputes everything cheap that depends on several parts
+(comparisons, best round, parent links, status warnings) from records already in memory, so a
+reload after one perf file changes re-reads one file. Nothing here raises on file content.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from helix_engine.workspace import layout, status_rules
+from helix_engine.workspace.files import read_text_checked
+from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
+from helix_engine.workspace.reading import exists_dir, exists_file, list_dir, shown
+from helix_engine.workspace.round_reading import (
+    STATE_MISSING,
+    load_baseline,
+    load_round,
+    load_verify,
+    load_workflow,
+)
+
+T = TypeVar("T")
+VERIFY_DIR = "opt-verify"
+
+
+def _guard(snap_problems: list[Problem], what: str, fn: Callable[[], T], default: T) -> T:
+    """Run one part of the load; an unexpected bug becomes a Problem, not a traceback."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - the snapshot never raises on content
+        if os.environ.get("HELIX_DEBUG", "").lower() in {"1", "true"}:
+            raise
+        snap_problems.append(Problem(what, f"helix hit an internal error while reading it "
+                                     f"({type(exc).__name__}: {exc}); run with HELIX_DEBUG=1 and report it"))
+        return default
+
+
+# ----------------------------------------------------------------------------------- parts
+
+
+def _load_layout(snap: WorkspaceSnapshot) -> dict[int, Path]:
+    problems: list[Problem] = []
+    op, op_problems = layout.discover_operator(snap.root)
+    snap.operator_file = op
+    problems += op_problems
+    dirs, dir_problems = layout.list_round_dirs(snap.root)
+    problems += dir_problems
+    top_perf = [p for p in list_dir(snap.root) if p.name.endswith("_perf.txt") and exists_file(p)]
+    snap.extra["top_level_perf"] = top_perf
+    snap.extra["has_artifacts"] = bool(exists_file(snap.root / layout.OPT_NOTE) or dirs or top_perf)
+    snap.extra["layout_problems"] = problems
+    return dirs
+
+
+def _op_stem(snap: WorkspaceSnapshot) -> str | None:
+    return snap.operator_file.stem if snap.operator_file else None
+
+
+def _set_baseline(snap: WorkspaceSnapshot) -> None:
+    view, warnings, failed = load_baseline(snap.root, _op_stem(snap), snap.extra.get("top_level_perf", []))
+    snap.baseline = view
+    snap.extra["baseline_warnings"] = warnings
+    snap.extra["baseline_selection_failed"] = failed
+
+
+def _set_round(snap: WorkspaceSnapshot, n: int, rdir: Path) -> None:
+    loaded = load_round(snap.root, n, rdir, _op_stem(snap))
+    snap.rounds[n] = loaded.view
+    snap.extra.setdefault("round_file_problems", {})[n] = loaded.problems
+    snap.extra.setdefault("round_state_notes", {})[n] = loaded.state_note
+    snap.extra.setdefault("round_targets", {})[n] = loaded.comparison_target
+
+
+def _set_opt_note(snap: WorkspaceSnapshot) -> None:
+    path = snap.root / layout.OPT_NOTE
+    snap.extra["opt_note"] = None
+    snap.extra["opt_note_problems"] = []
+    if not exists_file(path) and not path.is_symlink():
+        return
+    text, problem = read_text_checked(path, snap.root)
+    if problem is not None:
+        snap.extra["opt_note_problems"] = [Problem(problem.file, f"{problem.message}; the logged best "
+                                                   "round cannot be read until it is fixed", problem.line)]
+        return
+    from helix_engine.workspace.markdown import parse_opt_note
+
+    note = parse_opt_note(text or "", layout.OPT_NOTE)
+    snap.extra["opt_note"] = note
+    snap.extra["opt_note_problems"] = list(note.problems)
+
+
+def _set_workflow(snap: WorkspaceSnapshot) -> None:
+    snap.workflow, snap.extra["workflow_problems"] = load_workflow(snap.root)
+
+
+def _set_verify(snap: WorkspaceSnapshot) -> None:
+    snap.extra["verify"], snap.extra["verify_problems"] = load_verify(snap.root / VERIFY_DIR, snap.root)
+
+
+# ------------------------------------------------------------------------------ public API
+
+
+def load_workspace(path: Path) -> WorkspaceSnapshot:
+    """Read the whole workspace at ``path``. Never raises on workspace content."""
+    root = Path(path)
+    snap = WorkspaceSnapshot(root=root)
+    if not exists_dir(root):
+        what = "does not exist" if not root.exists() else "is not a folder"
+        snap.problems = [Problem(str(root), f"{what}; point helix at an operator workspace folder")]
+        snap.extra["has_artifacts"] = False
+        return snap
+    internal: list[Problem] = []
+    snap.extra["internal_problems"] = internal
+    dirs = _guard(internal, ".", lambda: _load_layout(snap), {})
+    _guard(internal, layout.BASELINE_DIR, lambda: _set_baseline(snap), None)
+    for n, rdir in sorted(dirs.items()):
+        _guard(internal, rdir.name, lambda n=n, rdir=rdir: _set_round(snap, n, rdir), None)  # type: ignore[misc]
+    _guard(internal, layout.OPT_NOTE, lambda: _set_opt_note(snap), None)
+    _guard(internal, ".helix/state.json", lambda: _set_workflow(snap), None)
+    _guard(internal, VERIFY_DIR, lambda: _set_verify(snap), None)
+    _guard(internal, ".", lambda: _derive(snap), None)
+    return snap
+
+
+def reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapshot:
+    """A new snapshot with only the parts named by ``changed`` re-read (plus the round folder
+    listing, one directory scan, so new and deleted rounds are always picked up)."""
+    new = dataclasses.replace(snap, rounds=dict(snap.rounds), extra=dict(snap.extra), problems=[])
+    for key in ("round_file_problems", "round_state_notes", "round_targets"):
+        new.extra[key] = dict(snap.extra.get(key, {}))
+    root = new.root
+    if not exists_dir(root):
+        return load_workspace(root)
+    internal: list[Problem] = []
+    new.extra["internal_problems"] = internal
+    parts: set[str] = set()
+    rounds_to_read: set[int] = set()
+    perf_owner = {v.perf_file.resolve(): n for n, v in snap.rounds.items() if v.perf_file is not None}
+    baseline_perf = snap.baseline.perf_file.resolve() if snap.baseline and snap.baseline.perf_file else None
+    for raw in changed:
+        rel = _relative(root, Path(raw))
+        if rel is None:
+            continue
+        if not rel.parts:
+            parts.update({"layout", "baseline", "opt_note", "workflow", "verify"})
+            continue
+        head = rel.parts[0]
+        n = layout.round_number(head)
+        if n is not None:
+            rounds_to_read.add(n)
+        elif head == layout.BASELINE_DIR:
+            parts.add("baseline")
+        elif head == layout.OPT_NOTE:
+            parts.add("opt_note")
+        elif head == layout.HELIX_DIR:
+            if len(rel.parts) == 2 and rel.parts[1] == layout.WORKFLOW_STATE:
+                parts.add("workflow")
+        elif head == VERIFY_DIR:
+            parts.add("verify")
+        elif len(rel.parts) == 1:  # a top-level file: operator, harness, top-level perf …
+            parts.update({"layout", "baseline"})
+        resolved = _safe_resolve(root / rel)
+        if resolved is not None and resolved in perf_owner:
+            rounds_to_read.add(perf_owner[resolved])
+        if resolved is not None and resolved == baseline_perf:
+            parts.add("baseline")
+    old_stem = _op_stem(snap)
+    dirs = _guard(internal, ".", lambda: _load_layout(new), {})
+    if _op_stem(new) != old_stem:  # the operator changed: every perf lookup may differ
+        return load_workspace(root)
+    if "baseline" in parts:
+        _guard(internal, layout.BASELINE_DIR, lambda: _set_baseline(new), None)
+    for n in list(new.rounds):
+        if n not in dirs:
+            del new.rounds[n]
+            for key in ("round_file_problems", "round_state_notes", "round_targets"):
+                new.extra[key].pop(n, None)
+    for n, rdir in sorted(dirs.items()):
+        if n in rounds_to_read or n not in new.rounds:
+            _guard(internal, rdir.name, lambda n=n, rdir=rdir: _set_round(new, n, rdir), None)  # type: ignore[misc]
+    if "opt_note" in parts:
+        _guard(internal, layout.OPT_NOTE, lambda: _set_opt_note(new), None)
+    if "workflow" in parts:
+        _guard(internal, ".helix/state.json", lambda: _set_workflow(new), None)
+    if "verify" in parts:
+        _guard(internal, VERIFY_DIR, lambda: _set_verify(new), None)
+    _guard(internal, ".", lambda: _derive(new), None)
+    return new
+
+
+def _relative(root: Path, path: Path) -> Path | None:
+    if not path.is_absolute():
+        return path
+    for base in (Path(os.path.abspath(root)), _safe_resolve(root)):
+        if base is None:
+            continue
+        try:
+            return Path(os.path.abspath(path)).relative_to(base)
+        except ValueError:
+            continue
+    return None
+
+
+def _safe_resolve(path: Path) -> Path | None:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
+def is_workspace(path: Path) -> bool:
+    """Upstream's single-workspace rule, plus: an operator file with its bench_ harness, a
+    baseline/ folder, or .helix/state.json."""
+    path = Path(path)
+    if not exists_dir(path):
+        return False
+    if layout.looks_like_workspace(path):
+        return True
+    if exists_dir(path / layout.BASELINE_DIR) or exists_file(path / layout.HELIX_DIR / layout.WORKFLOW_STATE):
+        return True
+    op, _ = layout.discover_operator(path)
+    return op is not None and exists_file(path / f"bench_{op.stem}.py")
+
+
+def find_workspaces(path: Path) -> list[Path]:
+    """``path`` itself when it is a workspace, else its non-hidden subfolders (upstream scans
+    every one, so folders without a session show as NO-SESSION); [] when there are none."""
+    path = Path(path)
+    if not exists_dir(path):
+        return []
+    if is_workspace(path):
+        return [path]
+    return [p for p in list_dir(path) if not p.name.startswith(".") and exists_dir(p)]
+
+
+# ----------------------------------------------------------------------------------- derive
+
+
+def _normalize_parent(view: RoundView, existing: set[int]) -> tuple[str, Problem | None]:
+    """The declared parent as "baseline" or "opt-round-M" (M an existing earlier round)."""
+    raw = view.state.parent_round if view.state is not None else None
+    where = f"{view.name}/{layout.ROUND_STATE}"
+    if raw is None:
+        return "baseline", None
+    text = str(raw).strip()
+    if text.lower() in {"baseline", "round-0", "round 0", "opt-round-0", "original", "0"}:
+        return "baseline", None
+    m = layout.parse_round_ref(text)
+    if m is None:
+        return "baseline", Problem(where, f"parent_round {text!r} is neither 'baseline' nor 'opt-round-M'; "
+                                   "the round is shown under baseline until it is fixed", severity="warning")
+    if m >= view.number:
+        return "baseline", Problem(where, f"parent_round {text!r} is not an earlier round; a round can only "
+                                   "build on baseline or an earlier round (shown under baseline)",
+                                   severity="warning")
+    if m not in existing:
+        return "baseline", Problem(where, f"parent_round {text!r} names a round folder that does not exist; "
+                                   "shown under baseline until it is fixed", severity="warning")
+    return layout.round_dir_name(m), None
+
+
+def _derive(snap: WorkspaceSnapshot) -> None:
+    """Recompute everything that depends on several parts, from what is in memory."""
+    existing = set(snap.rounds)
+    wf = snap.workflow
+    derived: list[Problem] = []
+    for n, view in snap.rounds.items():
+        view.parent, parent_problem = _normalize_parent(view, existing)
+        view.workflow_status = None
+        if wf is not None and str(n) in wf.rounds:
+            view.workflow_status = wf.rounds[str(n)].status
+        view.problems = list(snap.extra.get("round_file_problems", {}).get(n, []))
+        if parent_problem is not None:
+            view.problems.append(parent_problem)
+        active = wf is not None and wf.phase == "round_active" and wf.current_round == n
+        note = snap.extra.get("round_state_notes", {}).get(n)
+        if view.state is None and not active and note == STATE_MISSING:
+            view.problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "is missing, so the round is "
+                                         "not counted; write it when the round's benchmark is done",
+                                         severity="warning"))
+        if view.workflow_status == "passed" and not view.completed:
+            view.problems.append(Problem(".helix/state.json", f"marks round {n} passed but {view.name} is not a "
+                                         "completed round (artifacts or passed statuses missing); re-run "
+                                         "submit-round for it", severity="warning"))
+        target = snap.extra.get("round_targets", {}).get(n)
+        base_perf = snap.baseline.perf_file if snap.baseline else None
+        if target is not None and base_perf is not None and _safe_resolve(target) != _safe_resolve(base_perf):
+            view.problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "comparison_target_path does not "
+                                         f"point to the baseline perf file ({shown(base_perf, snap.root)}); "
+                                         "canonical comparisons always use the baseline", severity="warning"))
+    if wf is not None:
+        for key, entry in wf.rounds.items():
+            if key.isdigit() and int(key) not in existing:
+                derived.append(Problem(".helix/state.json", f"lists round {key} ({entry.status}) but "
+                                       f"{entry.round_dir} does not exist; restore the folder or start the "
+                                       "round again", severity="warning"))
+    evaluation = status_rules.evaluate(snap)
+    snap.extra["evaluation"] = evaluation
+    for n, result in evaluation.results.items():
+        snap.rounds[n].comparison = result.comparison
+        snap.rounds[n].problems += result.problems
+    snap.best_round = evaluation.best_round
+    snap.logged_best = evaluation.logged.value
+    problems: list[Problem] = []
+    problems += snap.extra.get("layout_problems", [])
+    if snap.baseline is not None:
+        problems += snap.baseline.problems
+    for n in sorted(snap.rounds):
+        problems += snap.rounds[n].problems
+    problems += snap.extra.get("opt_note_problems", [])
+    problems += snap.extra.get("workflow_problems", [])
+    problems += snap.extra.get("verify_problems", [])
+    problems += derived + evaluation.problems + snap.extra.get("internal_problems", [])
+    snap.problems = list(dict.fromkeys(problems))
+
+
+def snapshot_summary(snap: WorkspaceSnapshot) -> dict[str, Any]:
+    """A small dict for logs and debugging: counts, best round, problems."""
+    return {"root": str(snap.root), "rounds": len(snap.rounds), "best_round": snap.best_round,
+            "logged_best": snap.logged_best, "problems": len(snap.problems)}

@@ -1,0 +1,387 @@
+"""The upstream `helix status` rules, on records already read (spec upstream-state §4–§5).
+
+Pure functions: a round against the baseline (metric choice, exact latency ids, values ≤ 0
+dropped with a warning), the best round (highest geomean, ties to the lower mean latency), the
+logged best of opt-note.md and the warnings upstream prints. Every warning upstream would print
+is kept verbatim in ``Evaluation.warnings`` (the JSON ``warnings`` list); each also gets a
+Problem that says what to do, for the UI and ``problems``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from helix_engine.perf.compare import avg_improvement_pct, geomean_speedup
+from helix_engine.workspace.models import CaseDelta, Comparison, PerfRecord, Problem, RoundView
+
+#: An error message starting like this is the recoverable "kernel not matched" case.
+RECOVERABLE_ERROR_PREFIX = "no resolved kernels matched"
+BEST_MISMATCH_PREFIX = "numeric best round != logged best"
+LOGGED_DISAGREE = "overall summary best round differs from legacy current best marker"
+MISSING_BASELINE = "missing baseline perf data"
+MISSING_COMPARABLE = "missing comparable round perf data"
+
+
+def metric_for_round(requested: str | None, effective: str | None) -> str:
+    """``-m`` when given, else the round's effective_metric_source with mixed → auto."""
+    if requested in ("auto", "kernel", "total-op"):
+        return requested
+    if effective in ("kernel", "total-op"):
+        return effective
+    return "auto"
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass
+class PerfIssues:
+    """What makes a perf file unusable for comparison (upstream's parser would refuse it)."""
+
+    failed: list[str] = field(default_factory=list)  # "latency-x (message)"
+    duplicates: list[str] = field(default_factory=list)
+    bench_modes: set[str | None] = field(default_factory=set)
+
+    @property
+    def mixed_modes(self) -> bool:
+        return len(self.bench_modes) > 1
+
+
+def perf_issues(records: Iterable[PerfRecord]) -> PerfIssues:
+    issues = PerfIssues()
+    seen: set[str] = set()
+    for rec in records:
+        if rec.latency_id in seen:
+            issues.duplicates.append(rec.latency_id)
+        seen.add(rec.latency_id)
+        issues.bench_modes.add(rec.bench_mode)
+        msg = rec.error_message
+        if msg and not str(msg).startswith(RECOVERABLE_ERROR_PREFIX):
+            issues.failed.append(f"{rec.latency_id} ({str(msg).strip()[:120]})")
+    return issues
+
+
+def _value(rec: PerfRecord, metric: str) -> float | None:
+    return rec.kernel_avg_time_us if metric == "kernel" else rec.total_op_avg_time_us
+
+
+@dataclass
+class RoundResult:
+    """One round judged by the status rules."""
+
+    comparison: Comparison | None
+    comparable: bool
+    warnings: list[str]
+    problems: list[Problem]
+
+
+def compare_with_baseline(
+    baseline: list[PerfRecord],
+    candidate: list[PerfRecord],
+    metric: str,
+    *,
+    round_name: str,
+    baseline_file: str,
+    round_file: str,
+) -> RoundResult:
+    """Pair every baseline case with the round's case of the same latency id, as upstream."""
+    warnings: list[str] = []
+    problems: list[Problem] = []
+    comp = Comparison(requested=metric, metric_source=None)
+
+    def refuse(warning: str, problem: Problem) -> RoundResult:
+        comp.errors.append(warning)
+        return RoundResult(comp, False, [warning], [problem])
+
+    b_issues, c_issues = perf_issues(baseline), perf_issues(candidate)
+    if b_issues.duplicates:
+        return refuse(f"duplicate latency ids in baseline perf data: {', '.join(b_issues.duplicates)}",
+                      Problem(baseline_file, "repeats case labels ("
+                              + ", ".join(b_issues.duplicates) + "); give every bench case a unique id "
+                              "and re-run the baseline bench", severity="warning"))
+    if c_issues.duplicates:
+        return refuse(f"duplicate latency ids in {round_name} perf data: {', '.join(c_issues.duplicates)}",
+                      Problem(round_file, "repeats case labels (" + ", ".join(c_issues.duplicates)
+                              + f"); {round_name} is not compared until its bench is re-run", severity="warning"))
+    if b_issues.failed:
+        return refuse(f"baseline perf data has failed cases: {'; '.join(b_issues.failed)}",
+                      Problem(baseline_file, "has failed cases (" + "; ".join(b_issues.failed)
+                              + "); fix the baseline and re-run its bench, no round can be compared "
+                              "until then", severity="warning"))
+    if c_issues.failed:
+        return refuse(f"{round_name} perf data has failed cases: {'; '.join(c_issues.failed)}",
+                      Problem(round_file, "has failed cases (" + "; ".join(c_issues.failed)
+                              + f"); {round_name} is not compared", severity="warning"))
+    if b_issues.mixed_modes or c_issues.mixed_modes:
+        bad = baseline_file if b_issues.mixed_modes else round_file
+        return refuse(f"mixed bench_mode in {bad}",
+                      Problem(bad, "mixes bench modes ("
+                              + ", ".join(sorted(str(m) for m in (b_issues.bench_modes if bad == baseline_file
+                                                                    else c_issues.bench_modes)))
+                              + "); re-run the bench with one --bench-mode", severity="warning"))
+    b_mode = next(iter(b_issues.bench_modes), None)
+    c_mode = next(iter(c_issues.bench_modes), None)
+    if baseline and candidate and b_mode != c_mode:
+        return refuse(
+            f"cannot compare {round_name}: bench_mode differs (baseline={b_mode}, {round_name}={c_mode})",
+            Problem(round_file, f"was measured with bench_mode={c_mode} but the baseline with {b_mode}; "
+                    f"re-run the {round_name} bench with --bench-mode {b_mode}", severity="warning"))
+
+    base = {r.latency_id: r for r in baseline}
+    cand = {r.latency_id: r for r in candidate}
+    missing = sorted(set(base) - set(cand))
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else "")
+        return refuse("latency ids do not match for comparable perf data",
+                      Problem(round_file, f"lacks cases the baseline has ({shown}); latency ids must "
+                              f"match exactly, so {round_name} is not compared. Bench the round with "
+                              "the baseline's bench file.", severity="warning"))
+
+    pairs: list[tuple[float, float]] = []
+    modes: set[str] = set()
+    for latency_id in sorted(base):
+        b_rec, c_rec = base[latency_id], cand[latency_id]
+        if metric == "auto":
+            use = "kernel"
+            if b_rec.kernel_avg_time_us is None or c_rec.kernel_avg_time_us is None:
+                use = "total-op"  # upstream: if either side is on total-op, both are
+        else:
+            use = metric
+        b_val, c_val = _value(b_rec, use), _value(c_rec, use)
+        field_name = "kernel_avg_time_us" if use == "kernel" else "total_op_avg_time_us"
+        if b_val is None or c_val is None:
+            side, file = ("baseline", baseline_file) if b_val is None else (round_name, round_file)
+            return refuse(f"missing {field_name} for {latency_id} in {side} perf data",
+                          Problem(file, f"has no {field_name} for {latency_id}; {round_name} cannot be "
+                                  f"compared on the {use} metric (try -m "
+                                  f"{'total-op' if use == 'kernel' else 'kernel'})", severity="warning"))
+        if not _finite(b_val) or b_val <= 0:
+            warnings.append(f"baseline latency must be > 0 for {latency_id}")
+            problems.append(Problem(baseline_file, f"has {field_name}={b_val} for {latency_id}; a time "
+                                    "must be a positive number, so this case is dropped from every "
+                                    "comparison. Re-run the baseline bench.", severity="warning"))
+            continue
+        if not _finite(c_val) or c_val <= 0:
+            warnings.append(f"round latency must be > 0 for {round_name}:{latency_id}")
+            problems.append(Problem(round_file, f"has {field_name}={c_val} for {latency_id}; a time "
+                                    "must be a positive number, so this case is dropped. Re-run the "
+                                    "round bench.", severity="warning"))
+            continue
+        modes.add(use)
+        pairs.append((float(b_val), float(c_val)))
+        comp.cases.append(CaseDelta(latency_id=latency_id, baseline_us=float(b_val), compare_us=float(c_val),
+                                    metric=use,  # type: ignore[arg-type]
+                                    delta_pct=(c_val - b_val) / b_val * 100.0, speedup=b_val / c_val))
+    if not pairs:
+        comp.errors.append("no case with positive times on both sides")
+        return RoundResult(comp, False, warnings, problems)
+    comp.metric_source = "mixed" if len(modes) > 1 else ("kernel" if modes == {"kernel"} else "total-op")
+    comp.geomean_speedup = geomean_speedup(pairs)
+    comp.avg_improvement_pct = avg_improvement_pct(pairs)
+    comp.mean_latency_us = sum(c for _, c in pairs) / len(pairs)
+    comp.ci_note = "status rules: no confidence interval (compare-perf gives one when samples exist)"
+    return RoundResult(comp, comp.geomean_speedup is not None, warnings, problems)
+
+
+def best_round(results: dict[int, Comparison]) -> int | None:
+    """Highest geomean; a tie goes to the lower mean latency; then to the earlier round."""
+    best: tuple[float, float] | None = None
+    chosen: int | None = None
+    for n in sorted(results):
+        comp = results[n]
+        if comp.geomean_speedup is None or comp.mean_latency_us is None:
+            continue
+        key = (comp.geomean_speedup, -comp.mean_latency_us)
+        if best is None or key > best:
+            best, chosen = key, n
+    return chosen
+
+
+_LOGGED_PATTERNS = (r"round-(\d+)", r"round\s+(\d+)", r"opt-round-(\d+)")
+
+
+def normalize_logged_round(text: str | None) -> str | None:
+    """Upstream's reading of ``Final best round:``: round-N, "round N" or opt-round-N."""
+    if not text:
+        return None
+    value = text.strip()
+    for pattern in _LOGGED_PATTERNS:
+        match = re.fullmatch(pattern, value, flags=re.IGNORECASE)
+        if match:
+            return f"round-{int(match.group(1))}"
+    return None
+
+
+@dataclass
+class LoggedBest:
+    summary_best: str | None
+    marker_best: str | None
+    geomean_text: str | None
+
+    @property
+    def value(self) -> str | None:
+        return self.summary_best or self.marker_best
+
+    @property
+    def disagree(self) -> bool:
+        return bool(self.summary_best and self.marker_best and self.summary_best != self.marker_best)
+
+
+def logged_best_from_note(note: Any) -> LoggedBest:
+    """From a parsed OptNote: Overall Summary ``Final best round:`` else the last
+    ``Best status: current best`` round; plus the logged ``Geomean speedup:`` text."""
+    if note is None:
+        return LoggedBest(None, None, None)
+    marker: str | None = None
+    for entry in getattr(note, "rounds", []) or []:
+        status = getattr(entry, "best_status", None)
+        if status and "current best" in status.lower():
+            marker = f"round-{entry.number}"
+    geomean = getattr(note, "geomean_text", None)
+    geomean = geomean.strip() if isinstance(geomean, str) and geomean.strip() else None
+    return LoggedBest(normalize_logged_round(getattr(note, "final_best_round", None)), marker, geomean)
+
+
+def best_mismatch_warning(computed_geomean: float, logged_geomean_text: str | None) -> str:
+    return (f"{BEST_MISMATCH_PREFIX}. computed speedup: {computed_geomean:.2f}x; "
+            f"logged speedup: {logged_geomean_text or 'missing'}")
+
+
+def verify_summary(payload: Any) -> tuple[bool, float | None]:
+    """verified / verified_geomean_speedup from a verify-state.json payload (upstream rule)."""
+    if not isinstance(payload, dict):
+        return False, None
+    result = payload.get("verify-result")
+    if not isinstance(result, dict):
+        return False, None
+    for key in ("test", "rerun_baseline_bench", "rerun_best_bench", "compare_perf"):
+        entry = result.get(key)
+        if not isinstance(entry, dict) or entry.get("status") != "passed":
+            return False, None
+    speedup = result.get("speedup")
+    if not isinstance(speedup, dict):
+        return True, None
+    value = speedup.get("geomean_speedup")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True, None
+    return True, float(value)
+
+
+def round_skip_reason(view: RoundView, state_note: str | None) -> str | None:
+    """Why upstream skips a round before comparing it (state missing/invalid, not passed …)."""
+    if view.state is None:
+        return state_note or "round-state.json is missing"
+    state = view.state
+    if state.correctness_status != "passed":
+        return f"correctness_status is {state.correctness_status}"
+    if state.benchmark_status != "passed":
+        return f"benchmark_status is {state.benchmark_status}"
+    if not state.perf_artifact:
+        return "perf_artifact is null"
+    if not state.effective_metric_source:
+        return "effective_metric_source is null"
+    return None
+
+
+# ----------------------------------------------------------------------------- whole workspace
+
+
+@dataclass
+class Evaluation:
+    """`helix status` for one workspace under one metric choice."""
+
+    metric: str | None
+    state: str  # ok | warning | no-session
+    results: dict[int, RoundResult]
+    skipped: dict[int, str]
+    best_round: int | None
+    logged: LoggedBest
+    warnings: list[str]
+    problems: list[Problem]
+
+    @property
+    def best(self) -> Comparison | None:
+        if self.best_round is None:
+            return None
+        return self.results[self.best_round].comparison
+
+
+def evaluate(snap: Any, metric: str | None = None) -> Evaluation:
+    """Apply the upstream status rules to a loaded snapshot (``metric`` = the ``-m`` value)."""
+    extra = snap.extra
+    warnings: list[str] = list(extra.get("baseline_warnings", []))
+    problems: list[Problem] = []
+    logged = logged_best_from_note(extra.get("opt_note"))
+    if logged.disagree:
+        warnings.append(LOGGED_DISAGREE)
+    baseline = snap.baseline
+    base_records = baseline.perf if baseline is not None else []
+    base_file = _shown_file(snap, baseline.perf_file if baseline is not None else None, "baseline")
+    results: dict[int, RoundResult] = {}
+    skipped: dict[int, str] = {}
+    notes = extra.get("round_state_notes", {})
+    for n in sorted(snap.rounds):
+        view = snap.rounds[n]
+        reason = round_skip_reason(view, notes.get(n))
+        if reason is None and view.perf_file is None:
+            reason = "its perf artifact is missing"
+        if reason is not None:
+            skipped[n] = reason
+            warnings.append(f"skipping {view.name} because {reason}")
+            continue
+        if not base_records:
+            skipped[n] = MISSING_BASELINE
+            continue
+        chosen = metric_for_round(metric, view.state.effective_metric_source if view.state else None)
+        if not view.perf:
+            skipped[n] = "its perf file has no readable records"
+            warnings.append(f"cannot parse perf file for {view.name}")
+            continue
+        result = compare_with_baseline(base_records, view.perf, chosen, round_name=view.name,
+                                       baseline_file=base_file,
+                                       round_file=_shown_file(snap, view.perf_file, view.name))
+        results[n] = result
+        warnings += result.warnings
+        if not result.comparable:
+            skipped[n] = result.comparison.errors[0] if result.comparison and result.comparison.errors \
+                else "not comparable"
+    comparable = {n: r.comparison for n, r in results.items() if r.comparable and r.comparison is not None}
+    best = best_round(comparable)
+    has_artifacts = bool(extra.get("has_artifacts"))
+    if best is not None:
+        state = "ok"
+        label = f"round-{best}"
+        best_geo = comparable[best].geomean_speedup
+        if logged.value is not None and logged.value != label and best_geo is not None:
+            warnings.append(best_mismatch_warning(best_geo, logged.geomean_text))
+            note = extra.get("opt_note")
+            problems.append(Problem("opt-note.md", f"logs {logged.value} as the best round but {label} measures "
+                                    f"best ({best_geo:.2f}x vs logged {logged.geomean_text or 'missing'}); "
+                                    "update Final best round, or re-check the measurements",
+                                    getattr(note, "overall_line", None), "warning"))
+    elif not has_artifacts:
+        state = "no-session"
+    else:
+        state = "warning"
+        if (baseline is None or baseline.perf_file is None) and not extra.get("baseline_selection_failed"):
+            warnings.append(MISSING_BASELINE)
+            problems.append(Problem("baseline", "has no perf data; run the baseline bench "
+                                    "(`helix run-bench` on baseline/<op>.py) so rounds can be compared",
+                                    severity="warning"))
+        elif base_records and snap.rounds:
+            warnings.append(MISSING_COMPARABLE)
+    return Evaluation(metric=metric, state=state, results=results, skipped=skipped, best_round=best,
+                      logged=logged, warnings=list(dict.fromkeys(warnings)), problems=problems)
+
+
+def _shown_file(snap: Any, path: Any, default: str) -> str:
+    if path is None:
+        return default
+    from helix_engine.workspace.reading import shown
+
+    return shown(path, snap.root)
