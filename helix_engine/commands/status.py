@@ -1,0 +1,60 @@
+"""`helix status [PATH ...]`: where each operator workspace stands (upstream-compatible).
+
+Imports only the workspace reader (no torch, no triton), so it answers fast on any machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from helix_engine.errors import HelixError
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
+    parser = sub.add_parser(
+        "status",
+        help="best round, geomean speedup and problems of one workspace or a folder of them",
+        description="Report each operator workspace: avg improvement, geomean speedup, best round "
+        "(highest geomean, ties to the lower mean latency), the best round logged in opt-note.md, "
+        "warnings and problems. PATH is one workspace or a folder of workspaces (default: .).",
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", type=Path,
+                        help="a workspace, or a folder whose subfolders are workspaces")
+    parser.add_argument("-i", "--input", dest="inputs", action="append", type=Path, default=[],
+                        metavar="PATH", help="same as PATH (upstream spelling); may be repeated")
+    parser.add_argument("--json", action="store_true", help="same as --format json")
+    parser.add_argument("--format", choices=("text", "markdown", "json"), default=None,
+                        help="output format (default text)")
+    parser.add_argument("--view", choices=("best", "trend"), default="best",
+                        help="best: one block per workspace; trend: geomean speedup per round")
+    parser.add_argument("-m", "--metric-source", dest="metric", choices=("auto", "kernel", "total-op"),
+                        default=None, help="compare every round on this metric (default: each round's "
+                        "effective_metric_source, mixed → auto)")
+    parser.add_argument("--verbose", action="store_true", help=argparse.SUPPRESS)  # upstream no-op
+    parser.set_defaults(func=run_status)
+
+
+def _use_color() -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(sys.stdout, "isatty", None)
+    return bool(callable(isatty) and isatty())
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from helix_engine.status import collect, render
+
+    fmt = "json" if args.json else (args.format or "text")
+    paths = [*args.paths, *args.inputs] or [Path(".")]
+    statuses, missing = collect(paths, args.metric)
+    if not statuses:
+        reason = "; ".join(missing) if missing else "no workspace found"
+        raise HelixError(f"{reason}. Point `helix status` at an operator workspace (a folder with "
+                         "baseline/, opt-round-N/ or opt-note.md) or at a folder of such workspaces.")
+    for sentence in missing:
+        print(f"warning: {sentence}; skipped", file=sys.stderr)
+    sys.stdout.write(render(statuses, view=args.view, fmt=fmt, color=fmt == "text" and _use_color()))
+    return 0

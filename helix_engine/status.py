@@ -1,0 +1,295 @@
+"""`helix status`: one line-block per operator workspace, as upstream prints it, plus ours.
+
+The numbers come from the snapshot (the upstream status rules in
+``workspace/status_rules.py``); this module only shapes them: the upstream JSON keys (with
+``avg_improvement`` as a fraction, like upstream) followed by helix's own (path, phase, rounds,
+problems), the upstream text block wrapped to 80 columns, the markdown table and the trend view.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine.workspace import status_rules
+from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
+from helix_engine.workspace.snapshot import find_workspaces, load_workspace
+
+WIDTH = 80
+MAX_PROBLEM_LINES = 8
+_TAGS = {"ok": "OK", "warning": "WARN", "no-session": "NO-SESSION"}
+_COLORS = {"ok": "\033[32m", "warning": "\033[33m", "no-session": "\033[2m", "warn": "\033[33m",
+           "error": "\033[31m", "dim": "\033[2m"}
+_RESET = "\033[0m"
+
+
+@dataclass
+class OperatorStatus:
+    name: str
+    path: Path
+    state: str
+    avg_improvement: float | None  # fraction, like upstream (0.3 = +30.0%)
+    geomean_speedup: float | None
+    best_round: str | None
+    logged_best: str | None
+    verified: bool
+    verified_geomean_speedup: float | None
+    warnings: list[str]
+    latest_verify: Path | None = None
+    phase: str | None = None
+    current_round: int | None = None
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    extra_problems: list[Problem] = field(default_factory=list)  # not already a warning line
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "avg_improvement": self.avg_improvement,
+            "geomean_speedup": self.geomean_speedup,
+            "best_round": self.best_round,
+            "logged_best": self.logged_best,
+            "verified": self.verified,
+            "verified_geomean_speedup": self.verified_geomean_speedup,
+            "warnings": list(self.warnings),
+            "path": str(self.path),
+            "latest_verify": str(self.latest_verify) if self.latest_verify else None,
+            "phase": self.phase,
+            "current_round": self.current_round,
+            "rounds": self.rounds,
+            "problems": [p.to_json() for p in self.problems],
+        }
+
+    def round_speedups(self) -> dict[str, float]:
+        return {f"round-{r['round']}": r["geomean_speedup"] for r in self.rounds
+                if r["comparable"] and r["geomean_speedup"] is not None}
+
+
+def round_status(view: RoundView, snap: WorkspaceSnapshot) -> str:
+    """active | completed | failed | incomplete (workflow state first, then the artifacts)."""
+    wf = snap.workflow
+    if view.workflow_status == "active" or (wf is not None and wf.phase == "round_active"
+                                            and wf.current_round == view.number):
+        return "active"
+    if view.completed:
+        return "completed"
+    if view.workflow_status == "failed" or view.terminal:
+        return "failed"
+    return "incomplete"
+
+
+def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> OperatorStatus:
+    """The status of one loaded workspace; ``metric`` is the ``-m`` choice (None: per round)."""
+    ev = snap.extra.get("evaluation") if metric is None else None
+    if ev is None:
+        ev = status_rules.evaluate(snap, metric)
+    best = ev.best
+    verify = snap.extra.get("verify") or {}
+    rounds = []
+    for n in sorted(snap.rounds):
+        view = snap.rounds[n]
+        result = ev.results.get(n)
+        comp = result.comparison if result is not None and result.comparable else None
+        rounds.append({
+            "round": n,
+            "dir": view.name,
+            "status": round_status(view, snap),
+            "parent": view.parent,
+            "comparable": comp is not None,
+            "geomean_speedup": comp.geomean_speedup if comp else None,
+            "avg_improvement": comp.avg_improvement_pct / 100.0 if comp and comp.avg_improvement_pct is not None
+            else None,
+            "metric_source": comp.metric_source if comp else None,
+            "skip_reason": ev.skipped.get(n),
+            "problems": len(view.problems),
+        })
+    companions = set(ev.problems)
+    for result in ev.results.values():
+        companions.update(result.problems)
+    problems = list(snap.problems)
+    if metric is not None:  # problems of a re-evaluation under another metric
+        problems = [p for p in problems if p not in _evaluation_problems(snap)] + list(companions)
+    wf = snap.workflow
+    return OperatorStatus(
+        name=snap.name,
+        path=snap.root,
+        state=ev.state,
+        avg_improvement=(best.avg_improvement_pct / 100.0 if best and best.avg_improvement_pct is not None
+                         else None),
+        geomean_speedup=best.geomean_speedup if best else None,
+        best_round=f"round-{ev.best_round}" if ev.best_round is not None else None,
+        logged_best=ev.logged.value,
+        verified=bool(verify.get("verified")),
+        verified_geomean_speedup=verify.get("geomean"),
+        warnings=list(ev.warnings),
+        latest_verify=verify.get("path"),
+        phase=wf.phase if wf else None,
+        current_round=wf.current_round if wf else None,
+        rounds=rounds,
+        problems=list(dict.fromkeys(problems)),
+        extra_problems=[p for p in dict.fromkeys(problems) if p not in companions],
+    )
+
+
+def _evaluation_problems(snap: WorkspaceSnapshot) -> set[Problem]:
+    ev = snap.extra.get("evaluation")
+    if ev is None:
+        return set()
+    found = set(ev.problems)
+    for result in ev.results.values():
+        found.update(result.problems)
+    return found
+
+
+def collect(paths: list[Path], metric: str | None = None) -> tuple[list[OperatorStatus], list[str]]:
+    """Statuses of every workspace found under ``paths``, and a sentence per path with none."""
+    seen: set[Path] = set()
+    statuses: list[OperatorStatus] = []
+    missing: list[str] = []
+    for path in paths:
+        found = find_workspaces(path)
+        if not found:
+            if not path.exists():
+                missing.append(f"{path} does not exist")
+            elif not path.is_dir():
+                missing.append(f"{path} is not a folder")
+            else:
+                missing.append(f"{path} is not an operator workspace and has no subfolders")
+            continue
+        for ws in found:
+            key = ws.resolve()
+            if key in seen:
+                continue
+            seen.add(key)
+            statuses.append(operator_status(load_workspace(ws), metric))
+    return statuses, missing
+
+
+# ---------------------------------------------------------------------------------- rendering
+
+
+def _paint(text: str, color: str | None, enabled: bool) -> str:
+    return f"{_COLORS[color]}{text}{_RESET}" if enabled and color else text
+
+
+def _wrap(text: str, indent: str = "  ", more: str = "    ") -> list[str]:
+    return textwrap.wrap(text, width=WIDTH, initial_indent=indent, subsequent_indent=more,
+                         break_on_hyphens=False) or [indent.rstrip()]
+
+
+def _sorted(items: list[OperatorStatus]) -> list[OperatorStatus]:
+    return sorted(items, key=lambda s: (0 if s.state == "no-session" else 1, s.name))
+
+
+def render_best_text(items: list[OperatorStatus], *, color: bool = False) -> str:
+    """The upstream best/text block per workspace, wrapped to 80 columns, then the summary."""
+    lines: list[str] = []
+    for item in _sorted(items):
+        lines.append(_paint(f"[{_TAGS[item.state]}] {item.name}", item.state, color))
+        if item.state == "no-session":
+            continue
+        imp = None if item.avg_improvement is None else item.avg_improvement * 100.0
+        lines.append(f"  Avg improvement: {'unknown' if imp is None else f'{imp:+.1f}%'}")
+        geo = item.geomean_speedup
+        lines.append(f"  Geomean speedup: {'unknown' if geo is None else f'{geo:.2f}x'}")
+        lines.append(f"  Best round: {item.best_round or 'unknown'}")
+        if item.logged_best is not None:
+            lines.append(f"  Logged best: {item.logged_best}")
+        if item.latest_verify is not None:
+            lines += _wrap(f"Latest verify: {item.latest_verify}")
+        for warning in item.warnings:
+            lines += [_paint(x, "warn", color) for x in _wrap(f"Warning: {warning}")]
+        shown = item.extra_problems[:MAX_PROBLEM_LINES]
+        for problem in shown:
+            lines += [_paint(x, "error" if problem.severity == "error" else "warn", color)
+                      for x in _wrap(f"Problem: {problem}")]
+        if len(item.extra_problems) > len(shown):
+            lines += _wrap(f"... and {len(item.extra_problems) - len(shown)} more problems "
+                           "(`helix status --json` lists them all)")
+    counts = {s: sum(1 for i in items if i.state == s) for s in _TAGS}
+    lines.append(f"Summary: {counts['ok']} ok, {counts['warning']} warning, {counts['no-session']} no-session")
+    return "\n".join(lines) + "\n"
+
+
+def render_best_json(items: list[OperatorStatus]) -> dict[str, Any]:
+    return {"operators": [i.to_json() for i in _sorted(items)]}
+
+
+def render_best_markdown(items: list[OperatorStatus]) -> str:
+    lines = ["| 名称 | Geomean speedup | Verified | Verified Geomean speedup | Notes |",
+             "| --- | --- | --- | --- | --- |"]
+    for item in sorted((i for i in items if i.state != "no-session"), key=lambda i: i.name):
+        notes = []
+        if item.best_round and item.logged_best and item.best_round != item.logged_best:
+            notes.append("best≠log")
+        if any(not w.startswith(status_rules.BEST_MISMATCH_PREFIX) for w in item.warnings):
+            notes.append("warn")
+        geo = "-" if item.geomean_speedup is None else f"{item.geomean_speedup:.2f}x"
+        vgeo = "" if item.verified_geomean_speedup is None else f"{item.verified_geomean_speedup:.2f}x"
+        lines.append(f"| {item.name} | {geo} | {'Verified' if item.verified else '-'} | {vgeo} | "
+                     f"{','.join(notes) or '-'} |")
+    return "\n".join(lines) + "\n"
+
+
+def _trend_rows(items: list[OperatorStatus]) -> tuple[list[OperatorStatus], list[str]]:
+    rows = sorted((i for i in items if i.state != "no-session"), key=lambda i: i.name)
+    names = sorted({k for i in rows for k in i.round_speedups()}, key=lambda k: int(k.split("-")[1]))
+    return rows, names
+
+
+def render_trend_json(items: list[OperatorStatus]) -> dict[str, Any]:
+    rows, names = _trend_rows(items)
+    return {"operators": [{"name": i.name, "round_speedups": {k: i.round_speedups().get(k) for k in names}}
+                          for i in rows]}
+
+
+def _cell(item: OperatorStatus, name: str) -> str:
+    value = item.round_speedups().get(name)
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def render_trend_markdown(items: list[OperatorStatus]) -> str:
+    rows, names = _trend_rows(items)
+    headers = ["Name", *names]
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
+    lines += ["| " + " | ".join([i.name, *[_cell(i, k) for k in names]]) + " |" for i in rows]
+    return "\n".join(lines) + "\n"
+
+
+def render_trend_text(items: list[OperatorStatus]) -> str:
+    """Padded columns; when the rounds do not fit 80 columns they continue in further blocks,
+    each repeating the Name column."""
+    rows, names = _trend_rows(items)
+    table = [[i.name, *[_cell(i, k) for k in names]] for i in rows]
+    name_w = max([len("Name"), *[len(r[0]) for r in table]])
+    widths = [max([len(k), *[len(r[j + 1]) for r in table]]) for j, k in enumerate(names)]
+    blocks: list[list[int]] = [[]]
+    used = name_w
+    for j, w in enumerate(widths):
+        if blocks[-1] and used + 2 + w > WIDTH:
+            blocks.append([])
+            used = name_w
+        blocks[-1].append(j)
+        used += 2 + w
+    out: list[str] = []
+    for b, cols in enumerate(blocks):
+        if b:
+            out.append("")
+        out.append("  ".join(["Name".ljust(name_w), *[names[j].ljust(widths[j]) for j in cols]]).rstrip())
+        for row in table:
+            out.append("  ".join([row[0].ljust(name_w), *[row[j + 1].ljust(widths[j]) for j in cols]]).rstrip())
+    return "\n".join(out) + "\n"
+
+
+def render(items: list[OperatorStatus], *, view: str = "best", fmt: str = "text", color: bool = False) -> str:
+    if view == "trend":
+        if fmt == "json":
+            return json.dumps(render_trend_json(items), indent=2, ensure_ascii=False) + "\n"
+        return render_trend_markdown(items) if fmt == "markdown" else render_trend_text(items)
+    if fmt == "json":
+        return json.dumps(render_best_json(items), indent=2, ensure_ascii=False) + "\n"
+    return render_best_markdown(items) if fmt == "markdown" else render_best_text(items, color=color)
