@@ -155,3 +155,45 @@ def physical_memory_bytes() -> int | None:
                 if 0 < value < (1 << 60) and (total is None or value < total):
                     total = value
     return total
+
+
+def become_subreaper() -> bool:
+    """Adopt orphaned descendants (Linux PR_SET_CHILD_SUBREAPER) so they can be reaped.
+
+    Why: a job's grandchildren that outlive the child are otherwise reparented to PID 1,
+    which in some containers never reaps them; as zombies they keep the process group alive.
+    """
+    if not os.path.exists("/proc/self"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_group_zombies(pgid: int | None) -> int:
+    """Reap zombies of group ``pgid`` that are our children; returns how many."""
+    if not pgid or pgid <= 1:
+        return 0
+    me = os.getpid()
+    reaped = 0
+    try:
+        entries = os.listdir(_PROC)
+    except OSError:
+        return 0
+    for name in entries:
+        if not name.isdigit():
+            continue
+        fields = _stat_fields(int(name))
+        if fields is None or len(fields) < 3 or fields[0] != "Z":
+            continue
+        try:
+            if int(fields[2]) != pgid or int(fields[1]) != me:
+                continue
+            if os.waitpid(int(name), os.WNOHANG)[0]:
+                reaped += 1
+        except (ValueError, ChildProcessError, OSError):
+            continue
+    return reaped

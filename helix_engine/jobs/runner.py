@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -34,6 +35,7 @@ TIMEOUT_ENV = "HELIX_EVAL_TIMEOUT_SECONDS"
 DEFAULT_TIMEOUT_S = 300.0
 RSS_ENV = "HELIX_JOB_MAX_RSS_MB"
 LOG_CAP_ENV = "HELIX_JOB_MAX_LOG_MB"
+CORE_ENV = "HELIX_JOB_CORE_DUMPS"
 DEFAULT_LOG_CAP_MB = 64
 _POLL_S = 0.05
 _MEM_EVERY_S = 0.1
@@ -113,11 +115,15 @@ def _pdeathsig_setup() -> Callable[[], None] | None:
     except (OSError, AttributeError):
         return None
     parent = os.getpid()
+    keep_cores = os.environ.get(CORE_ENV, "").lower() in ("1", "true", "yes")
 
     def setup() -> None:
         prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the supervisor died before prctl took effect
             os._exit(137)
+        if not keep_cores:  # a crashing operator must not litter the workspace with core files
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     return setup
 
@@ -302,6 +308,7 @@ def _supervise(
     cap = DEFAULT_LOG_CAP_MB
     with contextlib.suppress(ValueError):
         cap = max(1, int(float(os.environ.get(LOG_CAP_ENV, "") or cap)))
+    procs.become_subreaper()
     read_fd, write_fd = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -361,10 +368,12 @@ def _supervise(
         procs.terminate_group(pgid, min(grace_s, 2.0), reap=proc)
         with contextlib.suppress(Exception):
             proc.wait(timeout=5)
+        procs.reap_group_zombies(pgid)
         tee.join(timeout=2)
         raise
     if procs.group_alive(pgid):  # leftovers (grandchildren) of a finished child
         procs.terminate_group(pgid, min(grace_s, 1.0))
+    procs.reap_group_zombies(pgid)
     tee.join(timeout=5)
     if outcome is not None:
         return finish(outcome[0], outcome[1], rc)
