@@ -141,6 +141,15 @@ def run_bench(request: dict[str, Any], request_path: Path, backend: Any, events:
     mode = request["bench_mode"]
     wanted = request.get("case_ids")
     cases = [c for c in harness.cases if not wanted or c.id in wanted]
+    if wanted:
+        unknown = sorted(set(wanted) - {c.id for c in harness.cases})
+        if unknown:
+            raise HarnessContractError(harness.bench_file, "build_bench_cases",
+                                       f"no case with id {unknown[0]!r}; the ids are: "
+                                       + ", ".join(c.id for c in harness.cases))
+    events.emit("log", msg=f"cases: {', '.join(c.id for c in cases)}", case_ids=[c.id for c in cases])
+    skip = set(request.get("skip_case_ids") or [])
+    cases = [c for c in cases if c.id not in skip]
     try:
         device_name = backend.device_name()
     except Exception:  # noqa: BLE001 - a name is nice to have, never a reason to fail
@@ -286,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if request["action"] == "bench":
             result = run_bench(request, request_path, backend, events)
+        elif request["action"] == "plan":
+            from helix_engine.eval.loader import load_bench_harness
+
+            harness = load_bench_harness(Path(request["bench_file"]), Path(request["operator_file"]))
+            result = {"case_ids": [c.id for c in harness.cases]}
         elif request["action"] == "test":
             result = run_test(request, backend, events)
             rc = int(result["return_code"])

@@ -1,0 +1,157 @@
+"""``helix run-test``, ``run-bench``, ``probe-bench`` and ``prepare-baseline``.
+
+Thin: parse → call the engine function in helix_engine.eval → print its text or ``--json``.
+Nothing here imports torch or triton: operator code runs only in job children.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from helix_engine.console import print_json
+from helix_engine.errors import HelixError
+
+BACKEND_CHOICES = ("auto", "npu", "cuda", "cpu")
+BENCH_MODE_CHOICES = ("torch-npu-profiler", "msprof", "torch-profiler", "device-event", "perf-counter", "standalone")
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    """Live per-case lines on stderr when it is a terminal (never in --json mode)."""
+    if getattr(args, "json", False) or not sys.stderr.isatty():
+        return None
+
+    def on_event(event: dict[str, Any]) -> None:
+        if event.get("event") == "case_started":
+            print(f"[{event.get('index', 0) + 1}/{event.get('total', '?')}] {event.get('case_id')} ...",
+                  file=sys.stderr, flush=True)
+
+    return on_event
+
+
+def _devices(text: str | None) -> list[str] | None:
+    if not text:
+        return None
+    from helix_engine.jobs.devices import parse_devices
+
+    try:
+        return parse_devices(text)
+    except ValueError as exc:
+        raise HelixError(f"--devices {text!r}: {exc}") from None
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=BACKEND_CHOICES, default=None,
+                        help="where to run (default: $HELIX_BACKEND, else auto-detect)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("run-test", help="run the operator's test in a job and check accuracy",
+                       description="Run a standalone or differential test for an operator (in a job "
+                       "child) and judge accuracy with the NPU contract or dtype-close.")
+    p.add_argument("--operator-file", required=True, type=Path)
+    p.add_argument("--test-file", type=Path, help="default: test_<op>.py / differential_test_<op>.py")
+    ref = p.add_mutually_exclusive_group()
+    ref.add_argument("--ref-operator-file", "--baseline-operator-file", dest="ref_operator_file", type=Path,
+                     help="reference operator (its <stem>_result.pt is reused when present)")
+    ref.add_argument("--ref-result", "--baseline-result", dest="ref_result", type=Path,
+                     help="reference result archive (<stem>_result.pt)")
+    p.add_argument("--test-mode", choices=("standalone", "differential"))
+    p.add_argument("--accuracy-mode", choices=("npu-contract", "dtype-close"))
+    p.add_argument("--case-id", help="run one differential case, in memory (no .pt written)")
+    p.add_argument("--verbose", action="store_true", help="keep [WARNING] lines")
+    _common(p)
+    p.set_defaults(func=cmd_run_test)
+
+    p = sub.add_parser("run-bench", help="benchmark the operator in a job and write <op>_perf.txt",
+                       description="Benchmark every case of the bench harness and write the perf "
+                       "JSONL; with --baseline-operator-file also print compare-perf.")
+    p.add_argument("--operator-file", required=True, type=Path)
+    p.add_argument("--bench-file", type=Path, help="default: bench_<op>.py")
+    p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, help="default: the backend's default")
+    p.add_argument("--output", type=Path, help="default: <op_stem>_perf.txt beside the operator")
+    p.add_argument("--baseline-operator-file", type=Path)
+    p.add_argument("-m", "--metric-source", default="auto", choices=("auto", "kernel", "total-op", "all"))
+    p.add_argument("--devices", "--npu-devices", dest="devices", help="device pool, e.g. 0,2,4-7")
+    p.add_argument("--skip-latency-errors", "--skip-error", dest="skip_latency_errors", action="store_true")
+    _common(p)
+    p.set_defaults(func=cmd_run_bench)
+
+    p = sub.add_parser("probe-bench", help="fast, non-authoritative screen: candidate vs baseline",
+                       description="Capped bench of baseline and candidate and a likely_gain / "
+                       "likely_regression / inconclusive verdict. Run canonical run-bench before any claim.")
+    p.add_argument("--operator-file", required=True, type=Path)
+    p.add_argument("--baseline-operator-file", required=True, type=Path)
+    p.add_argument("--bench-file", type=Path)
+    p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES)
+    p.add_argument("-m", "--metric-source", default="auto", choices=("auto", "kernel", "total-op"))
+    p.add_argument("--devices", "--npu-devices", dest="devices")
+    p.add_argument("--adaptive", action="store_true", help="sample in batches until the verdict is stable")
+    p.add_argument("--budget-s", type=float, default=120.0, help="time budget of --adaptive (seconds)")
+    p.add_argument("--verbose", action="store_true")
+    _common(p)
+    p.set_defaults(func=cmd_probe_bench)
+
+    p = sub.add_parser("prepare-baseline", help="snapshot the operator into baseline/, test, bench, submit",
+                       description="Copy the operator into baseline/, run its test and bench there, "
+                       "write baseline/state.json and the perf file, then run submit-baseline.")
+    p.add_argument("workspace", nargs="?", default=".", type=Path)
+    p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES)
+    p.add_argument("--test-mode", choices=("standalone", "differential"))
+    _common(p)
+    p.set_defaults(func=cmd_prepare_baseline)
+
+
+def cmd_run_test(args: argparse.Namespace) -> int:
+    from helix_engine.eval.test import run_test
+
+    outcome = run_test(args.operator_file, args.test_file, args.test_mode, args.ref_operator_file,
+                       args.ref_result, args.accuracy_mode, args.case_id, args.backend, args.verbose,
+                       on_event=_progress(args))
+    if args.json:
+        print_json(outcome.to_json())
+    else:
+        print(outcome.text)
+    return outcome.exit_code
+
+
+def cmd_run_bench(args: argparse.Namespace) -> int:
+    from helix_engine.eval.bench import run_bench
+
+    outcome = run_bench(args.operator_file, args.bench_file, args.bench_mode, args.output, args.backend,
+                        _devices(args.devices), args.baseline_operator_file, args.metric_source,
+                        args.skip_latency_errors, on_event=_progress(args))
+    if args.json:
+        print_json(outcome.to_json())
+    else:
+        print(outcome.text)
+    return outcome.exit_code
+
+
+def cmd_probe_bench(args: argparse.Namespace) -> int:
+    from helix_engine.eval.probe import probe_bench
+
+    outcome = probe_bench(args.operator_file, args.baseline_operator_file, bench_file=args.bench_file,
+                          bench_mode=args.bench_mode, metric_source=args.metric_source, backend=args.backend,
+                          devices=_devices(args.devices), adaptive=args.adaptive, budget_s=args.budget_s,
+                          verbose=args.verbose, on_event=_progress(args))
+    if args.json:
+        print_json(outcome.to_json())
+    else:
+        print(outcome.text)
+    return outcome.exit_code
+
+
+def cmd_prepare_baseline(args: argparse.Namespace) -> int:
+    from helix_engine.eval.baseline import prepare_baseline
+
+    payload = prepare_baseline(args.workspace, backend=args.backend, bench_mode=args.bench_mode,
+                               test_mode=args.test_mode, on_event=_progress(args))
+    if args.json:
+        print_json(payload)
+    else:
+        print(payload.get("text", ""))
+    return int(payload.get("exit_code", 1))

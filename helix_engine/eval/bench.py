@@ -1,0 +1,250 @@
+"""``helix run-bench``: benchmark every case of an operator in a job, write the perf JSONL.
+
+Parent side (no torch). One job runs all cases (or, with several devices in ``--devices``,
+one job per case spread over the device pool). A child that crashes mid-run loses only the
+case it was in: finished cases come back from events.jsonl and the rest run in a new job.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine import __version__
+from helix_engine.errors import HelixError
+from helix_engine.eval.jobrun import (
+    WorkerRun, bench_mode_for, check_file, finished_records, resolve_backend, round_name_of,
+    round_timing, run_worker,
+)
+from helix_engine.eval.loader import find_bench_file, read_metadata, resolve_kernels
+from helix_engine.workspace import layout
+
+METRIC_SOURCES: tuple[str, ...] = ("auto", "kernel", "total-op", "all")
+
+
+@dataclass
+class BenchOutcome:
+    exit_code: int
+    perf_file: str | None
+    bench_mode: str
+    backend: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+    baseline_perf_file: str | None = None
+    comparison: list[dict[str, Any]] | None = None
+    comparison_text: str | None = None
+    job_ids: list[str] = field(default_factory=list)
+    message: str | None = None
+    output: str = ""
+    text: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "text"}
+
+
+@dataclass
+class BenchRun:
+    records: list[dict[str, Any]]
+    job_ids: list[str]
+    output: str
+    fatal: str | None = None
+
+
+def _error_record(case_id: str, names: list[str], source: str, mode: str, backend: str,
+                  message: str) -> dict[str, Any]:
+    return {"case_label": case_id, "kernel_names": names, "kernel_source": source,
+            "kernel_avg_time_us": None, "ops": None, "total_op_avg_time_us": None,
+            "error_message": message, "case_wall_clock_seconds": None, "bench_mode": mode,
+            "backend": backend, "helix_version": __version__}
+
+
+def _plan(run: WorkerRun) -> list[str] | None:
+    """The ordered case ids the worker announced before running any (a ``log`` event)."""
+    for e in _events(run):
+        if e.get("event") == "log" and isinstance(e.get("case_ids"), list):
+            return [str(c) for c in e["case_ids"]]
+    return None
+
+
+def _started(run: WorkerRun) -> list[str]:
+    return [e["case_id"] for e in _events(run) if e.get("event") == "case_started"]
+
+
+def _events(run: WorkerRun) -> list[dict[str, Any]]:
+    from helix_engine.jobs.registry import read_events
+
+    return read_events(run.job_dir, 0)[0]
+
+
+def collect_records(
+    op: Path, bench: Path, mode: str, be: Any, ws: Path, *, devices: list[str] | None = None,
+    case_ids: list[str] | None = None, caps: dict[str, int | None] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None, timeout_s: float | None = None,
+) -> BenchRun:
+    """Run the bench job(s) and return one record per case in declared order."""
+    names, source = resolve_kernels(op, read_metadata(bench))
+    base = {"action": "bench", "operator_file": str(op), "bench_file": str(bench), "bench_mode": mode,
+            **(caps or {})}
+    round_name = round_name_of(op)
+    if devices and len(devices) > 1:
+        return _collect_parallel(op, bench, mode, be, ws, devices, base, names, source, case_ids,
+                                 on_event, timeout_s, round_name)
+    records: dict[str, dict[str, Any]] = {}
+    order: list[str] | None = None
+    job_ids: list[str] = []
+    outputs: list[str] = []
+    skip: list[str] = []
+    for _attempt in range(256):
+        request = dict(base, case_ids=case_ids, skip_case_ids=skip)
+        run = run_worker(ws, "run-bench", request, backend=be, cwd=bench.parent, device_pool=devices,
+                         round_name=round_name, on_event=on_event, timeout_s=timeout_s)
+        job_ids.append(run.job.id)
+        outputs.append(run.output)
+        order = order or _plan(run)
+        if run.result is not None and "records" in run.result:
+            for rec in run.result["records"]:
+                records[rec["case_label"]] = rec
+            break
+        if order is None or run.result is not None:  # contract error, or died before any case
+            return BenchRun([], job_ids, "\n".join(outputs), run.failure_text())
+        # the child died mid-run: keep finished cases, fail the one in flight, resume the rest
+        for rec in finished_records(run):
+            records[rec["case_label"]] = rec
+        for cid in _started(run):
+            if cid not in records:
+                records[cid] = _error_record(cid, names, source, mode, be.name, run.failure_text())
+        remaining = [c for c in order if c not in records]
+        if not remaining:
+            break
+        if run.job.status in ("timeout", "cancelled"):
+            for cid in remaining:
+                records[cid] = _error_record(cid, names, source, mode, be.name,
+                                             f"not run: {run.failure_text()}")
+            break
+        skip = list(records)
+    ordered = [records[c] for c in (order or list(records)) if c in records]
+    return BenchRun(ordered, job_ids, "\n".join(outputs))
+
+
+def _collect_parallel(op: Path, bench: Path, mode: str, be: Any, ws: Path, devices: list[str],
+                      base: dict[str, Any], names: list[str], source: str, case_ids: list[str] | None,
+                      on_event: Callable[[dict[str, Any]], None] | None, timeout_s: float | None,
+                      round_name: str | None) -> BenchRun:
+    """One job per case over the device pool (each job leases one free device)."""
+    plan_run = run_worker(ws, "bench-plan", dict(base, action="plan"), backend=be, cwd=bench.parent,
+                          round_name=round_name, timeout_s=timeout_s)
+    if plan_run.result is None or "case_ids" not in plan_run.result:
+        return BenchRun([], [plan_run.job.id], plan_run.output, plan_run.failure_text())
+    ids = [c for c in plan_run.result["case_ids"] if not case_ids or c in case_ids]
+
+    def one(cid: str) -> tuple[dict[str, Any], WorkerRun]:
+        run = run_worker(ws, "run-bench", dict(base, case_ids=[cid]), backend=be, cwd=bench.parent,
+                         device_pool=devices, round_name=round_name, on_event=on_event, timeout_s=timeout_s)
+        recs = (run.result or {}).get("records") or finished_records(run)
+        rec = recs[0] if recs else _error_record(cid, names, source, mode, be.name, run.failure_text())
+        return rec, run
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(ids), len(devices)) or 1) as pool:
+        results = list(pool.map(one, ids))
+    return BenchRun([r for r, _ in results], [plan_run.job.id] + [run.job.id for _, run in results],
+                    "\n".join(run.output for _, run in results))
+
+
+def write_records(path: Path, records: list[dict[str, Any]]) -> None:
+    from helix_engine.perf.artifact import record_from_json, write_perf
+
+    write_perf(path, [record_from_json(r) for r in records])
+
+
+def case_errored(record: dict[str, Any]) -> bool:
+    msg = record.get("error_message")
+    return bool(msg) and not str(msg).startswith("no resolved kernels matched")
+
+
+def compare_files(baseline: Path, candidate: Path, metric_source: str, skip: bool) -> tuple[str, int, list[dict[str, Any]]]:
+    """The compare-perf block for two perf files, its rc and JSON."""
+    from helix_engine.perf import compare
+    from helix_engine.perf.artifact import read_perf
+
+    b, b_problems = read_perf(baseline)
+    c, c_problems = read_perf(candidate)
+    problems = [str(p) for p in b_problems + c_problems if p.severity == "error"]
+    if problems:
+        return "FAIL: " + problems[0] + "\n", 1, []
+    kw = {"baseline_name": str(baseline), "compare_name": str(candidate)}
+    if metric_source == "all":
+        comps = compare.compare_all(b, c, skip, True, **kw)
+    else:
+        comps = [compare.compare_records(b, c, metric_source, skip, True, **kw)]
+    rc = 0 if compare.comparisons_passed(comps) else 1
+    return compare.format_comparisons(comps), rc, [compare.comparison_to_json(x) for x in comps]
+
+
+def run_bench(
+    operator_file: Path | str,
+    bench_file: Path | str | None = None,
+    bench_mode: str | None = None,
+    output: Path | str | None = None,
+    backend: str | None = None,
+    devices: list[str] | None = None,
+    baseline_operator_file: Path | str | None = None,
+    metric_source: str = "auto",
+    skip_latency_errors: bool = False,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    timeout_s: float | None = None,
+) -> BenchOutcome:
+    """Benchmark ``operator_file`` (and the baseline first when it has no perf file yet)."""
+    if metric_source not in METRIC_SOURCES:
+        raise HelixError(f"unknown metric source {metric_source!r}; use one of {', '.join(METRIC_SOURCES)}")
+    op = check_file(operator_file, "operator file", "--operator-file")
+    bench = check_file(bench_file, "bench file", "--bench-file") if bench_file else find_bench_file(op)
+    be = resolve_backend(backend)
+    mode = bench_mode_for(be, bench_mode)
+    ws = layout.workspace_of(op)
+    lines: list[str] = []
+    job_ids: list[str] = []
+    baseline_perf: Path | None = None
+    if baseline_operator_file:
+        base_op = check_file(baseline_operator_file, "baseline operator", "--baseline-operator-file")
+        baseline_perf = layout.perf_path_for(base_op)
+        if not baseline_perf.is_file():
+            base_run = collect_records(base_op, bench, mode, be, layout.workspace_of(base_op),
+                                       devices=devices, on_event=on_event, timeout_s=timeout_s)
+            job_ids += base_run.job_ids
+            if base_run.fatal is not None:
+                return BenchOutcome(1, None, mode, be.name, job_ids=job_ids, message=base_run.fatal,
+                                    output=base_run.output,
+                                    text=f"FAIL: the baseline bench did not run: {base_run.fatal}")
+            write_records(baseline_perf, base_run.records)
+        lines.append(f"Baseline perf file: {baseline_perf}")
+    with round_timing(ws, "run_bench"):
+        run = collect_records(op, bench, mode, be, ws, devices=devices, on_event=on_event, timeout_s=timeout_s)
+    job_ids += run.job_ids
+    if run.fatal is not None:
+        lines.append(f"FAIL: the bench did not run: {run.fatal}")
+        return BenchOutcome(1, None, mode, be.name, records=run.records, job_ids=job_ids,
+                            baseline_perf_file=str(baseline_perf) if baseline_perf else None,
+                            message=run.fatal, output=run.output, text="\n".join(lines))
+    perf_path = Path(output).expanduser().resolve() if output else layout.perf_path_for(op)
+    write_records(perf_path, run.records)
+    rc = 1 if any(case_errored(r) for r in run.records) else 0
+    lines.append(f"Perf file: {perf_path}")
+    outcome = BenchOutcome(rc, str(perf_path), mode, be.name, records=run.records, job_ids=job_ids,
+                           baseline_perf_file=str(baseline_perf) if baseline_perf else None, output=run.output)
+    if rc != 0:
+        errors = [f"  {r['case_label']}: {r['error_message']}" for r in run.records if case_errored(r)]
+        lines.append(f"{len(errors)} case(s) failed:")
+        lines += errors
+        if run.output.strip():
+            lines.append(run.output.rstrip())
+    if baseline_perf is not None:
+        text, compare_rc, comps = compare_files(baseline_perf, perf_path, metric_source, skip_latency_errors)
+        lines.append(text.rstrip("\n"))
+        outcome.comparison, outcome.comparison_text, outcome.exit_code = comps, text, compare_rc
+    else:
+        lines.append("Next: compare it with `helix compare-perf --baseline <baseline perf file> "
+                     f"--compare {perf_path}`")
+    outcome.text = "\n".join(lines)
+    return outcome

@@ -1,0 +1,166 @@
+"""Parent side of an eval job: write the request, run the worker as a job, read the result.
+
+Every eval command goes through ``run_worker`` so the child is registered under the
+workspace's ``.helix/jobs/`` (any other helix process sees live per-case progress) and the
+round timing log is kept while a round is active. Never imports torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from helix_engine.errors import HelixError
+from helix_engine.workspace import layout
+from helix_engine.workspace.files import append_text, atomic_write_json
+
+OUTPUT_TAIL_CHARS = 12000
+
+
+@dataclass
+class WorkerRun:
+    job: Any  # helix_engine.jobs.registry.JobInfo
+    result: dict[str, Any] | None
+    output: str
+    job_dir: Path
+
+    @property
+    def finished_cleanly(self) -> bool:
+        return self.result is not None and self.job.status in ("passed", "failed")
+
+    def failure_text(self) -> str:
+        """Why the job produced no usable result (timeout, crash, memory), in one sentence."""
+        if self.result is not None and self.result.get("error"):
+            return str(self.result["error"])
+        return self.job.message or f"the worker ended with status {self.job.status}"
+
+
+def round_name_of(path: Path) -> str | None:
+    folder = Path(path).resolve().parent
+    if folder.name == layout.BASELINE_DIR:
+        return layout.BASELINE_DIR
+    if layout.round_number(folder.name) is not None:
+        return folder.name
+    return None
+
+
+def resolve_backend(name: str | None) -> Any:
+    from helix_engine.eval.backends import select_backend
+
+    return select_backend(name)
+
+
+def bench_mode_for(backend: Any, mode: str | None) -> str:
+    if mode == "standalone":  # legacy upstream name
+        mode = "torch-npu-profiler"
+    return backend.check_bench_mode(mode)
+
+
+def run_worker(
+    ws: Path,
+    kind: str,
+    request: dict[str, Any],
+    *,
+    backend: Any,
+    cwd: Path,
+    device_pool: list[str] | None = None,
+    round_name: str | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    timeout_s: float | None = None,
+) -> WorkerRun:
+    """Run ``python -m helix_engine.eval.worker`` on ``request`` as a job of ``ws``."""
+    from helix_engine.jobs.registry import job_dir
+    from helix_engine.jobs.runner import run_job
+
+    ws = Path(ws)
+    tmp = ws / layout.HELIX_DIR / "tmp" / f"{kind}-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    request = dict(request, backend=backend.name, device_str=backend.device_str,
+                   result_path=str(tmp / "result.json"))
+    request_path = tmp / "request.json"
+    atomic_write_json(request_path, request)
+    argv = [os.environ.get("HELIX_PYTHON") or sys.executable, "-m", "helix_engine.eval.worker", str(request_path)]
+    try:
+        job = run_job(ws, kind, argv, round_name=round_name, cwd=cwd, env=None, timeout_s=timeout_s,
+                      device_pool=device_pool, backend=backend, on_event=on_event)
+        folder = job_dir(ws, job.id)
+        result = None
+        with contextlib.suppress(OSError, ValueError):
+            result = json.loads((tmp / "result.json").read_text(encoding="utf-8"))
+        output = ""
+        with contextlib.suppress(OSError):
+            output = (folder / "output.log").read_text(encoding="utf-8", errors="replace")[-OUTPUT_TAIL_CHARS:]
+        return WorkerRun(job, result, output, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def finished_records(run: WorkerRun) -> list[dict[str, Any]]:
+    """Records of the cases that finished before a job died (from its events.jsonl)."""
+    from helix_engine.jobs.registry import read_events
+
+    events, _ = read_events(run.job_dir, 0)
+    return [e["record"] for e in events if e.get("event") == "case_finished" and isinstance(e.get("record"), dict)]
+
+
+# ----------------------------------------------------------------------------- round timing
+
+
+def _active_round(ws: Path) -> tuple[int, str] | None:
+    path = Path(ws) / layout.HELIX_DIR / layout.WORKFLOW_STATE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("phase") != "round_active":
+        return None
+    current = data.get("current_round")
+    if not isinstance(current, int):
+        return None
+    return current, str(data.get("run_id") or "")
+
+
+@contextlib.contextmanager
+def round_timing(ws: Path, prefix: str) -> Iterator[None]:
+    """Append ``<prefix>_start``/``<prefix>_end`` to .helix/round-timings/opt-round-N.jsonl
+    while a round is active (upstream's optimize timing log)."""
+    active = _active_round(ws)
+    if active is None:
+        yield
+        return
+    number, run_id = active
+    path = Path(ws) / layout.HELIX_DIR / layout.ROUND_TIMINGS_DIR / f"{layout.round_dir_name(number)}.jsonl"
+
+    def emit(event: str, **extra: Any) -> None:
+        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        obj = {"event": event, "timestamp": stamp, "run_id": run_id, "round": number, **extra}
+        with contextlib.suppress(OSError):
+            append_text(path, json.dumps(obj) + "\n")
+
+    emit(f"{prefix}_start")
+    start = time.monotonic()
+    status = "error"
+    try:
+        yield
+        status = "done"
+    finally:
+        emit(f"{prefix}_end", status=status, seconds=round(time.monotonic() - start, 3))
+
+
+def check_file(path: Path | str | None, what: str, flag: str) -> Path:
+    if path is None:
+        raise HelixError(f"{flag} is required: give the {what}")
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise HelixError(f"{what} {p} does not exist; check {flag}")
+    return p.resolve()

@@ -1,0 +1,164 @@
+"""``helix run-test``: run a standalone or differential test in a job and judge accuracy.
+
+Parent side (no torch): resolves files and the reference, runs the worker, and renders the
+upstream stdout (captured output, ``Return code: N``, ``Archived result: <path>``, then the
+PASS/FAIL block with per-case thresholds and diagnostics).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine.errors import HelixError
+from helix_engine.eval.jobrun import check_file, resolve_backend, round_name_of, round_timing, run_worker
+from helix_engine.eval.loader import find_test_file, test_mode_of
+from helix_engine.workspace import layout
+
+ACCURACY_MODES: tuple[str, ...] = ("npu-contract", "dtype-close")
+
+
+@dataclass
+class TestOutcome:
+    __test__ = False  # not a pytest class
+
+    exit_code: int
+    return_code: int
+    test_mode: str
+    operator_file: str
+    test_file: str
+    archived_result: str | None
+    stdout: str
+    comparison: dict[str, Any] | None
+    job_id: str | None
+    job_status: str | None
+    message: str | None
+    reference_archive: str | None = None
+    text: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("text")
+        data["passed"] = self.passed
+        return data
+
+
+def filter_warnings(text: str, verbose: bool = False) -> str:
+    """Drop ``[WARNING]`` lines unless verbose (upstream's run-test output filter)."""
+    if verbose:
+        return text
+    return "".join(line for line in text.splitlines(keepends=True) if not line.lstrip().startswith("[WARNING]"))
+
+
+def format_comparison_block(comparison: dict[str, Any]) -> list[str]:
+    lines = [str(comparison.get("message", ""))]
+    for case in comparison.get("case_results", []):
+        if case.get("passed"):
+            continue
+        diag = dict(case.get("diagnostics") or {})
+        thresholds = diag.pop("thresholds", {})
+        lines.append(str(case.get("message", "")))
+        lines.append(f"  thresholds={json.dumps(thresholds, sort_keys=True)}")
+        lines.append(f"  diagnostics={json.dumps(diag, sort_keys=True, default=str)}")
+    return lines
+
+
+def run_test(
+    operator_file: Path | str,
+    test_file: Path | str | None = None,
+    test_mode: str | None = None,
+    ref_operator_file: Path | str | None = None,
+    ref_result: Path | str | None = None,
+    accuracy_mode: str | None = None,
+    case_id: str | None = None,
+    backend: str | None = None,
+    verbose: bool = False,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    timeout_s: float | None = None,
+) -> TestOutcome:
+    """Run the test for ``operator_file`` as a job; never raises for a failing operator."""
+    op = check_file(operator_file, "operator file", "--operator-file")
+    test = check_file(test_file, "test file", "--test-file") if test_file else find_test_file(op, test_mode)
+    mode = test_mode_of(test, test_mode)
+    if mode == "standalone" and (case_id or ref_operator_file or ref_result):
+        raise HelixError("standalone tests take no --case-id, --ref-operator-file or --ref-result; "
+                         "use --test-mode differential with a differential test file")
+    if ref_operator_file and ref_result:
+        raise HelixError("give at most one reference: --ref-operator-file or --ref-result, not both")
+    if accuracy_mode is not None and accuracy_mode not in ACCURACY_MODES:
+        raise HelixError(f"unknown accuracy mode {accuracy_mode!r}; use npu-contract or dtype-close")
+    be = resolve_backend(backend)
+    ws = layout.workspace_of(op)
+    request: dict[str, Any] = {
+        "action": "test", "test_mode": mode, "operator_file": str(op), "test_file": str(test),
+        "case_id": case_id, "accuracy_mode": accuracy_mode,
+    }
+    archive = layout.result_path_for(op) if mode == "differential" and case_id is None else None
+    request["archive_path"] = str(archive) if archive else None
+    ref_archive: Path | None = None
+    if ref_result:
+        ref_archive = check_file(ref_result, "reference result", "--ref-result")
+    elif ref_operator_file:
+        ref_op = check_file(ref_operator_file, "reference operator", "--ref-operator-file")
+        cached = layout.result_path_for(ref_op)
+        if cached.is_file():
+            ref_archive = cached
+        elif case_id is not None:
+            request["ref_operator_file"] = str(ref_op)
+        else:
+            ref_run = run_test(ref_op, test, "differential", backend=be.name, verbose=verbose,
+                               on_event=on_event, timeout_s=timeout_s)
+            if ref_run.return_code != 0 or not ref_run.archived_result:
+                return _reference_failed(op, test, mode, ref_run)
+            ref_archive = Path(ref_run.archived_result)
+    request["ref_archive"] = str(ref_archive) if ref_archive else None
+    with round_timing(ws, "run_test"):
+        run = run_worker(ws, "run-test", request, backend=be, cwd=test.parent,
+                         round_name=round_name_of(op), on_event=on_event, timeout_s=timeout_s)
+    result = run.result or {}
+    rc = int(result.get("return_code", run.job.exit_code if run.job.exit_code else 1) or 0)
+    if run.result is None or result.get("error"):
+        rc = rc or 1
+    captured = result.get("stdout") if "stdout" in result else run.output
+    comparison = result.get("comparison")
+    archived = result.get("archived_result")
+    ok = rc == 0 and run.result is not None and not result.get("error")
+    if comparison is not None and not comparison.get("passed"):
+        ok = False
+    lines: list[str] = []
+    shown = filter_warnings(captured or "", verbose).rstrip("\n")
+    if shown:
+        lines.append(shown)
+    lines.append(f"Return code: {rc}")
+    if mode == "differential":
+        lines.append(f"Archived result: {archived if archived else 'none (kept in memory)' if case_id else 'none'}")
+    message = None
+    if run.result is None or result.get("error"):
+        message = run.failure_text()
+        lines.append(f"FAIL: the test did not complete: {message}")
+    if comparison is not None:
+        lines += format_comparison_block(comparison)
+    return TestOutcome(
+        exit_code=0 if ok else 1, return_code=rc, test_mode=mode, operator_file=str(op), test_file=str(test),
+        archived_result=archived, stdout=captured or "", comparison=comparison, job_id=run.job.id,
+        job_status=run.job.status, message=message,
+        reference_archive=str(ref_archive) if ref_archive else None, text="\n".join(lines),
+    )
+
+
+def _reference_failed(op: Path, test: Path, mode: str, ref_run: TestOutcome) -> TestOutcome:
+    text = ref_run.text + "\nFAIL: the reference operator's test failed, so there is nothing to compare against; fix the reference first"
+    return TestOutcome(
+        exit_code=1, return_code=ref_run.return_code or 1, test_mode=mode, operator_file=str(op),
+        test_file=str(test), archived_result=None, stdout=ref_run.stdout, comparison=None,
+        job_id=ref_run.job_id, job_status=ref_run.job_status,
+        message="the reference operator's test failed", text=text,
+    )
