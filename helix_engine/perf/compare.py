@@ -118,14 +118,11 @@ def _canonical(latency_id: str) -> str:
     return f"latency-{match.group(1)}" if match else latency_id
 
 
-def _match(latency_id: str, required: dict[str, str]) -> str | None:
-    if latency_id in required:
-        return latency_id
-    canon = _canonical(latency_id)
-    for wanted in required:
-        if _canonical(wanted) == canon:
-            return wanted
-    return None
+def _matcher(required: dict[str, str]) -> dict[str, str]:
+    """Canonical id → the baseline id it stands for (exact ids win over aliases)."""
+    table = {_canonical(wanted): wanted for wanted in required}
+    table.update({wanted: wanted for wanted in required})
+    return table
 
 
 def _bench_mode(records: Sequence[PerfRecord], name: str) -> str | None:
@@ -209,9 +206,10 @@ def _parse_side(
     skipped: dict[str, str] = {}
     if required is not None and not required:
         return entries, skipped
+    table = _matcher(required) if required is not None else None
     for index, record in enumerate(records):
         lid = record.latency_id
-        key = lid if required is None else _match(lid, required)
+        key = lid if table is None else table.get(lid, table.get(_canonical(lid)))
         if key is None:
             continue
         where = _where(record, name, index)
