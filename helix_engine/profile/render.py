@@ -63,17 +63,19 @@ def render_markdown(r: ProfileReport) -> str:
             lines.append(f"- task wait (>0 only): avg {_num(wait['avg'])} µs over {wait['count']} invocations")
     lines += ["", f"## Bound: {r.bound}", ""]
     lines += [f"- {why}" for why in r.bound_analysis.get("reasoning", [])]
-    if r.task_timeline_signals:
-        t = r.task_timeline_signals
-        lines += ["", "## Task timeline", "",
-                  f"- matched rows {t.get('matched_rows')}, max gap {_num(t.get('max_gap_us'))} µs, "
-                  f"total gap {_num(t.get('total_gap_us'))} µs, span {_num(t.get('span_us'))} µs"]
+    tracks = r.msprof_timeline_signals.get("stream_like_tracks")
+    if r.task_timeline_signals or tracks is not None:
+        lines += ["", "## Timeline", ""]
+        if r.task_timeline_signals:
+            t = r.task_timeline_signals
+            lines.append(f"- task_time rows of the target {t.get('matched_rows')}, max gap {_num(t.get('max_gap_us'))} µs, "
+                         f"total gap {_num(t.get('total_gap_us'))} µs, span {_num(t.get('span_us'))} µs")
+        if tracks is not None:
+            lines.append(f"- timeline tracks (distinct tid): {tracks}")
     if r.host_api_signals:
         h = r.host_api_signals
         lines += ["", "## Host APIs", "", f"- launch-related APIs present: {h.get('launch_related_present')}"]
         lines += [f"- `{a['name']}`: {_num(a['time_us'])} µs × {a['count']}" for a in h.get("top_apis", [])[:5]]
-    if r.msprof_timeline_signals.get("stream_like_tracks") is not None:
-        lines.append(f"- timeline tracks (distinct tid): {r.msprof_timeline_signals['stream_like_tracks']}")
     lines += ["", "## Suggested patterns", ""]
     if not r.suggested_patterns:
         lines.append("- no symptom detected from these files; read the IR (`helix ir capture`) next")
