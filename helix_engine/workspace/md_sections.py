@@ -112,14 +112,14 @@ class Section:
             if earlier in fields:
                 insert_at = fields[earlier] + 1
                 if earlier == "Key optimization points":
-                    insert_at = self._points_end(fields[earlier])
+                    insert_at = self.points_end(fields[earlier])
                 break
         else:
             # no earlier field: put it right after the heading
             insert_at = 1
         if insert_at > 1 and not _split_eol(self.lines[insert_at - 1])[1]:
             self.lines[insert_at - 1] += eol
-        self.lines.insert(insert_at, f"{name}: {value}{eol}")
+        self.lines.insert(insert_at, (f"{name}: {value}" if value else f"{name}:") + eol)
 
     def _eol(self) -> str:
         for line in self.lines:
@@ -128,7 +128,7 @@ class Section:
                 return eol
         return "\n"
 
-    def _points_end(self, key_index: int) -> int:
+    def points_end(self, key_index: int) -> int:
         """Index just past the list that follows ``Key optimization points:``."""
         index = key_index + 1
         while index < len(self.lines):
@@ -146,7 +146,7 @@ class Section:
         inline = self.get("Key optimization points")
         if inline:
             points.append(inline)
-        for line in self.lines[key_index + 1 : self._points_end(key_index)]:
+        for line in self.lines[key_index + 1 : self.points_end(key_index)]:
             text = _POINT_TEXT_RE.match(_split_eol(line)[0])
             if text and text.group(1):
                 points.append(text.group(1))
@@ -159,7 +159,7 @@ class Section:
             self.set("Key optimization points", "", SUMMARY_FIELDS)
             fields = self.field_lines()
         key_index = fields["Key optimization points"]
-        end = self._points_end(key_index)
+        end = self.points_end(key_index)
         number = len(self.key_points()) + 1
         eol = self._eol()
         if not _split_eol(self.lines[end - 1])[1]:

@@ -1,0 +1,333 @@
+"""The four round-loop transitions (submit-baseline, start-round, set-current-round-state,
+submit-round), each returning ``(payload, exit_code)`` exactly as upstream prints them.
+
+Every transition holds the workspace lock and re-reads the workflow state under it, so two
+callers never both win: the second sees the state the first left and is refused with a
+sentence that says why. Every write is atomic; appends are single O_APPEND writes. Within
+submit-round the ledger is written before the state, so a kill between the two leaves the round
+active and a repeat of the call finishes the job without duplicating its ledger entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from helix_engine.state import checks, cleanup, guideline, ledger, workflow
+from helix_engine.state.baseline import baseline_gate_issues
+from helix_engine.workspace import files, layout
+from helix_engine.workspace.md_attempts import StateUpdate
+from helix_engine.workspace.models import RoundState, WorkflowState
+
+Payload = tuple[dict[str, Any], int]
+BUSY_GUIDELINE = "Another helix command is changing this workspace right now. Wait for it to finish, then run this command again."
+
+
+@contextlib.contextmanager
+def _locked(workspace: Path) -> Iterator[None]:
+    with files.workspace_lock(workspace):
+        yield
+
+
+def _fail(kind: str | None, issue: str, guide: str, **extra: Any) -> Payload:
+    payload: dict[str, Any] = {}
+    if kind is not None:
+        payload["kind"] = kind
+    payload.update({"status": "fail", "issues": [issue], "guideline": guide})
+    payload.update(extra)
+    return payload, 1
+
+
+# ------------------------------------------------------------------------------ baseline
+
+
+def submit_baseline(baseline_dir: Path) -> Payload:
+    """Run the baseline gate; on pass mark the baseline passed (bootstrapping the state)."""
+    baseline_dir = Path(baseline_dir).expanduser().resolve()
+    workspace = baseline_dir.parent
+    issues = baseline_gate_issues(workspace)
+    if issues:
+        return {"kind": "baseline", "status": "fail", "issues": issues,
+                "guideline": checks.fail_guideline("baseline", issues)}, 1
+    path = workflow.state_path(workspace)
+    try:
+        with _locked(workspace):
+            if path.exists():
+                state = workflow.load_workflow(path)
+            else:
+                run_id = "submit-baseline-" + datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+                state = workflow.new_workflow(run_id, baseline_passed=False)
+            state.baseline.status = "passed"
+            state.baseline.submitted_at = workflow.utc_now()
+            state.phase = "awaiting_round_start"
+            state.current_round = None
+            workflow.save_workflow(path, state)
+    except files.WorkspaceBusy as exc:
+        return _fail("baseline", str(exc), BUSY_GUIDELINE)
+    except (FileNotFoundError, ValueError) as exc:
+        return _fail("baseline", str(exc), guideline.submit_baseline_guideline(str(exc)))
+    return {"kind": "baseline", "status": "pass", "issues": [], "guideline": "baseline check passed"}, 0
+
+
+# ---------------------------------------------------------------------------- start-round
+
+
+def start_round(round_dir: Path, round_strategy: str, analysis_policy: str, reason: str) -> Payload:
+    """Open round N (or confirm it, when repeated with identical arguments)."""
+    round_dir = Path(round_dir).expanduser().resolve()
+    rules = list(guideline.HARD_RULES)
+    try:
+        strategy = workflow.validate_strategy(round_strategy)
+        policy = workflow.validate_policy(analysis_policy)
+        why = workflow.validate_reason(reason)
+        path = workflow.state_path(round_dir.parent)
+        if not path.exists():
+            raise FileNotFoundError(workflow.STATE_MISSING)
+        with _locked(round_dir.parent):
+            warnings = _start_locked(path, round_dir, strategy, policy, why)
+    except files.WorkspaceBusy as exc:
+        return _fail(None, str(exc), BUSY_GUIDELINE, hard_rules=rules)
+    except (FileNotFoundError, ValueError) as exc:
+        return _fail(None, str(exc), guideline.start_round_guideline(str(exc)), hard_rules=rules)
+    payload: dict[str, Any] = {
+        "status": "pass",
+        "round": round_dir.name,
+        "guideline": f"Round {round_dir.name} is now active. Follow the hard rules below while working on this round.",
+        "hard_rules": rules,
+        "round_strategy": strategy,
+        "analysis_policy": policy,
+        "reason": why,
+    }
+    if warnings:
+        payload["warnings"] = warnings
+    return payload, 0
+
+
+def _start_locked(path: Path, round_dir: Path, strategy: str, policy: str, why: str) -> list[str]:
+    state = workflow.load_workflow(path)
+    name = round_dir.name
+    n = workflow.parse_round_dir_name(name)
+    warnings = workflow.combination_warnings(strategy, policy)
+    if state.baseline.status != "passed":
+        raise ValueError("cannot start a round before baseline.status=passed")
+    entry = state.rounds.get(str(n))
+    if state.phase == "round_active" and state.current_round == n and entry is not None and entry.status == "active":
+        current = entry.strategy_state
+        if current is None:
+            raise ValueError(f"active round {name} is missing strategy_state; use set-current-round-state to initialize it")
+        if (current.round_strategy, current.analysis_policy, current.reason.strip()) != (strategy, policy, why):
+            raise ValueError(f"cannot reinitialize active round {name} with different strategy state")
+        return warnings  # identical repeat: nothing changes
+    if state.phase != "awaiting_round_start":
+        raise ValueError(f"cannot start {name} while workflow phase is {state.phase}")
+    if entry is not None and entry.status == "passed":
+        raise ValueError(f"cannot reopen completed round {name}")
+    if n > 1 and not checks.is_terminal(round_dir.parent / layout.round_dir_name(n - 1)):
+        warnings.append(
+            f"opt-round-{n - 1} is not a terminal round yet; rounds are numbered in sequence, so "
+            f"submit-round will refuse {name} until opt-round-{n - 1} is complete or closed."
+        )
+    state.phase = "round_active"
+    state.current_round = n
+    state.rounds[str(n)] = workflow.active_entry(state, n, workflow.strategy_state(strategy, policy, why, "start-round"))
+    workflow.save_workflow(path, state)
+    workflow.append_timing(round_dir.parent, n, "round_start", state.run_id)
+    _mirror(round_dir / layout.ATTEMPTS, StateUpdate(workflow.utc_now(), "start-round", strategy, policy, why,
+                                                     list(warnings)), warnings)
+    return warnings
+
+
+def _mirror(attempts: Path, update: StateUpdate, warnings: list[str]) -> None:
+    """attempts.md mirrors the state; the state stays authoritative if the mirror fails."""
+    try:
+        workflow.append_state_update(attempts, update)
+    except OSError as exc:
+        warnings.append(f"attempts.md history mirror could not be updated: {exc}. Workflow state remains authoritative.")
+
+
+# --------------------------------------------------------------- set-current-round-state
+
+
+def set_current_round_state(workspace: Path, reason: str, round_strategy: str | None = None,
+                            analysis_policy: str | None = None) -> Payload:
+    """Change the active round's strategy and/or deepen its analysis policy."""
+    try:
+        why = workflow.validate_reason(reason)
+        if round_strategy is None and analysis_policy is None:
+            raise ValueError("set-current-round-state requires --round-strategy and/or --analysis-policy")
+        path = workflow.state_path(Path(workspace).expanduser().resolve())
+        if not path.exists():
+            raise FileNotFoundError(workflow.STATE_MISSING)
+        with _locked(path.parent.parent):
+            result = _set_locked(path, why, round_strategy, analysis_policy)
+    except files.WorkspaceBusy as exc:
+        return _fail(None, str(exc), BUSY_GUIDELINE)
+    except (FileNotFoundError, ValueError) as exc:
+        return _fail(None, str(exc), guideline.set_state_guideline(str(exc)))
+    return result, 0
+
+
+def _set_locked(path: Path, why: str, strategy_arg: str | None, policy_arg: str | None) -> dict[str, Any]:
+    state = workflow.load_workflow(path)
+    if state.phase != "round_active" or not isinstance(state.current_round, int):
+        raise ValueError("no optimize round is currently active")
+    n = state.current_round
+    entry = state.rounds.get(str(n))
+    if entry is None:
+        raise ValueError(f"missing workflow state entry for opt-round-{n}")
+    if entry.status != "active":
+        raise ValueError(f"cannot update non-active round opt-round-{n}")
+    existing = entry.strategy_state
+    if existing is None and (strategy_arg is None or policy_arg is None):
+        raise ValueError("legacy active round is missing strategy_state; provide both --round-strategy and --analysis-policy")
+    new_strategy = workflow.validate_strategy(strategy_arg) if strategy_arg is not None else existing.round_strategy  # type: ignore[union-attr]
+    new_policy = workflow.validate_policy(policy_arg) if policy_arg is not None else existing.analysis_policy  # type: ignore[union-attr]
+    old_strategy = existing.round_strategy if existing else new_strategy
+    old_policy = existing.analysis_policy if existing else new_policy
+    if existing is not None:
+        if (old_strategy, old_policy) == (new_strategy, new_policy):
+            raise ValueError("state update would be a no-op")
+        if workflow.policy_depth(new_policy) < workflow.policy_depth(old_policy):
+            raise ValueError("analysis_policy cannot become shallower within the same round")
+    warnings = workflow.transition_warnings(old_strategy, new_strategy, new_policy)
+    entry.strategy_state = workflow.strategy_state(new_strategy, new_policy, why, "set-current-round-state")
+    workflow.save_workflow(path, state)
+    name = entry.round_dir
+    update = StateUpdate(workflow.utc_now(), "set-current-round-state", new_strategy, new_policy, why, list(warnings),
+                         previous_round_strategy=old_strategy if existing else "<unset>",
+                         previous_analysis_policy=old_policy if existing else "<unset>")
+    _mirror(path.parent.parent / name / layout.ATTEMPTS, update, warnings)
+    result: dict[str, Any] = {
+        "status": "pass",
+        "round": name,
+        "guideline": f"Round strategy state for {name} is now updated. Use the new state as the active same-round contract.",
+        "round_strategy": new_strategy,
+        "analysis_policy": new_policy,
+        "reason": why,
+    }
+    if existing is not None:
+        result["previous_round_strategy"] = old_strategy
+        result["previous_analysis_policy"] = old_policy
+    if warnings:
+        result["warnings"] = warnings
+    return result
+
+
+# ------------------------------------------------------------------------------ submit-round
+
+
+def submit_round(round_dir: Path, current_round: int | None = None, final_round: int | None = None,
+                 optimize_target: str | None = None) -> Payload:
+    """Check the round, then record the outcome: passed (active round only) or failed (when the
+    round is terminal), the ledger entry, the round_end timing event and the pass clean-up."""
+    round_dir = Path(round_dir).expanduser().resolve()
+    if not round_dir.is_dir():
+        name = round_dir.name
+        return _fail("round", f"missing round directory: {name}", guideline.missing_round_dir_guideline(name))
+    try:
+        target = guideline.resolve_min_speedup()
+    except ValueError as exc:
+        return _fail("round", str(exc), guideline.MIN_SPEEDUP_INVALID)
+    if optimize_target not in (None, "kernel", "operator"):
+        issue = f"--optimize-target must be kernel or operator, not {optimize_target!r}"
+        return _fail("round", issue, "Rerun `helix submit-round` with --optimize-target kernel or operator.")
+    workspace = round_dir.parent
+    path = workflow.state_path(workspace)
+    kwargs = {"current_round": current_round, "final_round": final_round,
+              "optimize_target": optimize_target, "min_speedup": target}
+    if not path.exists():
+        result = checks.check_round(round_dir, **kwargs)
+        if result.passed:
+            return _fail("round", workflow.STATE_MISSING, guideline.submit_round_guideline(workflow.STATE_MISSING))
+        return result.payload(), 1
+    try:
+        with _locked(workspace):
+            return _submit_locked(path, round_dir, current_round, kwargs)
+    except files.WorkspaceBusy as exc:
+        return _fail("round", str(exc), BUSY_GUIDELINE)
+
+
+def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs: dict[str, Any]) -> Payload:
+    result = checks.check_round(round_dir, **kwargs)
+    if not result.passed and not result.terminal:
+        return result.payload(), 1
+    outcome = "passed" if result.passed else "failed"
+    try:
+        state = workflow.load_workflow(path)
+        n = _completable(state, round_dir.name, current_arg)
+    except (FileNotFoundError, ValueError) as exc:
+        if not result.passed:
+            # Terminal but not recordable (e.g. not the active round): report the check itself
+            # plus why the state could not record it.
+            payload = result.payload()
+            payload["issues"] = payload["issues"] + [str(exc)]
+            payload["guideline"] = (checks.fail_guideline("round", payload["issues"]) + " "
+                                    + guideline.submit_round_guideline(str(exc)))
+            return payload, 1
+        return _fail("round", str(exc), guideline.submit_round_guideline(str(exc)))
+    if result.passed:
+        cleanup.pass_cleanup(round_dir, result.round_state)
+    ledger.update_ledger(round_dir.parent, n, passed=result.passed, issues=result.issues)
+    entry = state.rounds[str(n)]
+    entry.status = outcome  # type: ignore[assignment]
+    entry.ended_at = workflow.utc_now()
+    state.phase = "awaiting_round_start"
+    state.current_round = None
+    workflow.save_workflow(path, state)
+    workflow.append_timing(round_dir.parent, n, "round_end", state.run_id)
+    return result.payload(), 0 if result.passed else 1
+
+
+def _completable(state: WorkflowState, name: str, current_arg: int | None) -> int:
+    """The round number, when the state lets this round be completed now (else ValueError)."""
+    n = workflow.parse_round_dir_name(name)
+    entry = state.rounds.get(str(n))
+    if entry is not None and entry.status in ("passed", "failed") and state.current_round != n:
+        raise ValueError(
+            f"{name} was already submitted and {entry.status}; the workflow state no longer has it active"
+        )
+    if state.phase != "round_active":
+        raise ValueError(f"cannot complete {name} while workflow phase is {state.phase}")
+    if state.current_round != n:
+        raise ValueError(f"workflow state current_round={state.current_round} does not match {name}")
+    if current_arg is not None and current_arg != n:
+        raise ValueError(f"--current-round={current_arg} does not match workflow state round {n}")
+    if entry is None:
+        raise ValueError(f"missing workflow state entry for {name}")
+    if entry.status != "active":
+        raise ValueError(f"cannot complete non-active round {name}")
+    return n
+
+
+# ------------------------------------------------------------------------- round-state form
+
+
+def write_round_state(round_dir: Path, **fields: Any) -> Path:
+    """Create or update ``round-state.json`` from a form (the cockpit's submit form).
+
+    Unknown keys already in the file are kept; the result must load as a RoundState, else a
+    ValueError says which field to fix and nothing is written."""
+    round_dir = Path(round_dir)
+    path = round_dir / layout.ROUND_STATE
+    data: dict[str, Any] = {}
+    if path.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(loaded, dict):
+                data = loaded
+    defaults: dict[str, Any] = {
+        "round": round_dir.name, "parent_round": "baseline", "hypothesis": "", "evidence_sources": [],
+        "correctness_status": "not_run", "benchmark_status": "not_run", "summary_path": layout.SUMMARY,
+        "opt_note_updated": False,
+    }
+    merged = {**defaults, **data, **{k: v for k, v in fields.items() if v is not None}}
+    try:
+        RoundState.model_validate(merged)
+    except Exception as exc:  # noqa: BLE001 - pydantic's text names the field
+        raise ValueError(f"round-state.json would be invalid: {exc}") from None
+    files.atomic_write_json(path, merged)
+    return path

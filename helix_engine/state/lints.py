@@ -1,0 +1,215 @@
+"""Lints for the seed's hard rules, read from the operator's syntax tree (never by running it),
+plus the two code comparisons the round checker needs: upstream's kernel-continuity check
+(regex, kept as upstream has it) and "same code as the parent" (Python tokens without comments
+and whitespace).
+
+Each lint is a Problem with severity "warning" that names file:line, so the cockpit can show it
+inline and submit-round can return it as a note.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+from helix_engine.workspace.models import Problem
+
+NPU_BENCH_MODES = frozenset({"torch-npu-profiler", "msprof"})
+
+# ----------------------------------------------------------------- upstream kernel continuity
+
+_TRITON_IMPORT_RE = re.compile(r"(?m)^\s*(?:import\s+triton\b|from\s+triton\b)")
+_TRITON_DECORATOR_RE = re.compile(r"(?m)^\s*@\s*triton\.(?:jit|autotune|heuristics)\b")
+_TRITON_LANGUAGE_RE = re.compile(r"\btriton\.language\b|\btl\.")
+_TRITON_LAUNCH_RE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\s*\[[^\]]+\]\s*\(", re.DOTALL)
+_TILELANG_IMPORT_RE = re.compile(r"(?m)^\s*(?:import\s+tilelang\b|from\s+tilelang\b)")
+_TILELANG_DECORATOR_RE = re.compile(r"(?m)^\s*@\s*(?:T\.prim_func|jit)\b")
+_TILELANG_LANGUAGE_RE = re.compile(r"\btilelang\.language\b|\bT\.")
+_TILELANG_LAUNCH_RE = re.compile(r"(?m)with\s+T\.Kernel\s*\([^)]*\)\s*as\s+[\w(]")
+CONTINUITY_ISSUE = "round operator no longer preserves a recognizable Ascend kernel launch path"
+
+
+def kernel_continuity_ok(source: str) -> bool:
+    """Upstream stage 6: a ``name[grid](`` launch plus a Triton signal, or a TileLang kernel."""
+    triton_ok = bool(_TRITON_LAUNCH_RE.search(source)) and bool(
+        _TRITON_IMPORT_RE.search(source) or _TRITON_DECORATOR_RE.search(source) or _TRITON_LANGUAGE_RE.search(source)
+    )
+    tilelang_ok = bool(_TILELANG_LAUNCH_RE.search(source)) and bool(
+        _TILELANG_IMPORT_RE.search(source)
+        or _TILELANG_DECORATOR_RE.search(source)
+        or _TILELANG_LANGUAGE_RE.search(source)
+    )
+    return triton_ok or tilelang_ok
+
+
+# ------------------------------------------------------------------------- code equality
+
+
+def code_tokens(source: str) -> list[tuple[int, str]] | None:
+    """The token stream without comments, blank lines and layout whitespace; None when the
+    source does not tokenize (then callers compare text with whitespace removed)."""
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+    out: list[tuple[int, str]] = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type in skip:
+                continue
+            # INDENT text is whitespace: only the structure counts.
+            out.append((tok.type, "" if tok.type in (tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE) else tok.string))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+    return out
+
+
+def same_code(a: str, b: str) -> bool:
+    """True when two sources differ only in comments and whitespace."""
+    ta, tb = code_tokens(a), code_tokens(b)
+    if ta is not None and tb is not None:
+        return ta == tb
+    squash = lambda s: re.sub(r"\s+", "", s)  # noqa: E731
+    return squash(a) == squash(b)
+
+
+# ------------------------------------------------------------------------------ lints
+
+
+@dataclass(frozen=True)
+class _Aliases:
+    tl: frozenset[str]
+    triton: frozenset[str]
+    jit: frozenset[str]
+
+
+def _aliases(tree: ast.AST) -> _Aliases:
+    tl, triton, jit = {"tl"}, {"triton"}, set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "triton.language":
+                    tl.add(alias.asname or "triton")
+                elif alias.name == "triton":
+                    triton.add(alias.asname or "triton")
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                if node.module == "triton" and alias.name == "language":
+                    tl.add(alias.asname or "language")
+                elif node.module == "triton" and alias.name == "jit":
+                    jit.add(alias.asname or "jit")
+    return _Aliases(frozenset(tl), frozenset(triton), frozenset(jit))
+
+
+def _is_jit(decorator: ast.expr, aliases: _Aliases) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if isinstance(target, ast.Attribute) and target.attr == "jit":
+        return isinstance(target.value, ast.Name) and target.value.id in aliases.triton
+    return isinstance(target, ast.Name) and target.id in aliases.jit
+
+
+def target_backend(workspace: Path | None, baseline_records: list | None = None) -> str | None:
+    """npu | cuda | cpu: HELIX_BACKEND when set (not auto), else the baseline perf records'
+    backend field, else "npu" when their bench_mode is an Ascend profiler mode."""
+    env = os.environ.get("HELIX_BACKEND", "").strip().lower()
+    if env and env != "auto":
+        return env
+    for record in baseline_records or []:
+        backend = getattr(record, "backend", None)
+        if backend:
+            return str(backend).lower()
+    for record in baseline_records or []:
+        if getattr(record, "bench_mode", None) in NPU_BENCH_MODES:
+            return "npu"
+    return None
+
+
+def lint_source(source: str, file: str, *, backend: str | None = None) -> list[Problem]:
+    """Hard-rule warnings for one operator source (empty when it does not parse: the
+    checker's other stages already say what is wrong with such a file)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return [Problem(file, "does not parse as Python; the hard-rule lints were skipped", None, "warning")]
+    aliases = _aliases(tree)
+    problems: list[Problem] = []
+    kernels: list[ast.FunctionDef] = []
+    launches = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(_is_jit(d, aliases) for d in node.decorator_list):
+                kernels.append(node)  # type: ignore[arg-type]
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Subscript):
+                launches += 1
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in ("maximum", "minimum")
+                and isinstance(func.value, ast.Name)
+                and func.value.id in aliases.tl
+                and not any(k.arg == "propagate_nan" for k in node.keywords)
+            ):
+                problems.append(
+                    Problem(
+                        file,
+                        f"{func.value.id}.{func.attr}(...) without propagate_nan: NaN inputs may not "
+                        "propagate; if NaN propagation is the intended semantics add "
+                        "propagate_nan=tl.PropagateNan.ALL (a semantic change, not a no-op cleanup)",
+                        node.lineno,
+                        "warning",
+                    )
+                )
+            if backend == "npu":
+                for keyword in node.keywords:
+                    if keyword.arg == "num_warps":
+                        problems.append(_num_warps(file, keyword.value.lineno))
+        elif isinstance(node, ast.Dict) and backend == "npu":
+            for key in node.keys:
+                if isinstance(key, ast.Constant) and key.value == "num_warps":
+                    problems.append(_num_warps(file, key.lineno))
+    if len(kernels) > 1:
+        kernels.sort(key=lambda k: k.lineno)
+        names = ", ".join(f"{k.name} (line {k.lineno})" for k in kernels)
+        problems.append(
+            Problem(
+                file,
+                f"{len(kernels)} @triton.jit kernels: {names}; when they sit on the hot path, fuse "
+                "them into one kernel first and optimize the fused kernel",
+                kernels[1].lineno,
+                "warning",
+            )
+        )
+    if launches == 0:
+        problems.append(
+            Problem(
+                file,
+                "no Triton kernel launch (kernel[grid](...)) of a @triton.jit kernel is left in the "
+                "code: the core computation must stay in Triton, not be replaced by PyTorch",
+                1,
+                "warning",
+            )
+        )
+    problems.sort(key=lambda p: (p.line or 0, p.message))
+    return problems
+
+
+def _num_warps(file: str, line: int) -> Problem:
+    return Problem(
+        file,
+        "num_warps is set, but the target backend is an Ascend NPU, where num_warps is a CUDA "
+        "launch knob with no meaningful effect; do not spend rounds tuning it",
+        line,
+        "warning",
+    )
+
+
+def lint_operator(path: Path, *, backend: str | None = None, shown_as: str | None = None) -> list[Problem]:
+    """Lint one operator file; unreadable files give a single warning."""
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return [Problem(shown_as or str(path), f"cannot be read for linting ({exc})", None, "warning")]
+    return lint_source(source, shown_as or Path(path).name, backend=backend)

@@ -1,0 +1,214 @@
+"""``.helix/state.json``: load, validate, mutate and save the runner-managed workflow state,
+plus the two append-only logs a transition writes (attempts.md State Update blocks and
+``.helix/round-timings/opt-round-N.jsonl``).
+
+Error messages keep the upstream wording on purpose: the guideline a failed command returns is
+chosen by a substring of the message (``workflow state``, ``baseline.status=passed``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from helix_engine.workspace import files, layout
+from helix_engine.workspace.md_attempts import StateUpdate, state_update_append_text
+from helix_engine.workspace.models import (
+    ANALYSIS_POLICIES,
+    ROUND_STRATEGIES,
+    RoundEntry,
+    StrategyState,
+    WorkflowState,
+)
+
+STATE_MISSING = "optimize workflow state is not available"
+
+COMBINATION_WARNINGS: dict[tuple[str, str], str] = {
+    ("exploration", "compiler_source_required"): (
+        "The combination exploration + compiler_source_required is unusual; compiler-source depth "
+        "is often too deep for an exploratory round."
+    ),
+    ("structural_change", "pattern_entry"): (
+        "The combination structural_change + pattern_entry is unusual; structural rewrites often "
+        "need deeper evidence than pattern_entry alone."
+    ),
+    ("plateau_review", "pattern_entry"): (
+        "The combination plateau_review + pattern_entry is unusual; plateau review usually follows "
+        "deeper evidence."
+    ),
+}
+TRANSITION_WARNINGS: dict[tuple[str, str], str] = {
+    ("structural_change", "exploration"): (
+        "Returning from structural_change to exploration is unusual; confirm the previous rewrite "
+        "direction is no longer justified."
+    ),
+    ("focused_tuning", "exploration"): (
+        "Returning from focused_tuning to exploration is unusual; confirm the round really needs a "
+        "broader search again."
+    ),
+    ("plateau_review", "focused_tuning"): (
+        "Leaving plateau_review for focused_tuning is unusual; confirm the plateau conclusion has "
+        "been resolved."
+    ),
+    ("plateau_review", "structural_change"): (
+        "Leaving plateau_review for structural_change is unusual; confirm a new structural "
+        "hypothesis is now evidence-backed."
+    ),
+}
+
+
+def utc_now() -> str:
+    """ISO-8601 UTC with a Z, to the second (the upstream timestamp format)."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def state_path(workspace: Path) -> Path:
+    return Path(workspace) / layout.HELIX_DIR / layout.WORKFLOW_STATE
+
+
+def find_state_upwards(start: Path) -> Path | None:
+    """The first ``.helix/state.json`` in ``start`` or one of its parents."""
+    start = Path(start).resolve()
+    for folder in (start, *start.parents):
+        candidate = state_path(folder)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_workflow(path: Path) -> WorkflowState:
+    """Load and validate; FileNotFoundError when absent, ValueError (naming "workflow state")
+    for anything malformed."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(STATE_MISSING)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"malformed workflow state JSON: {exc}") from exc
+    except OSError as exc:
+        raise ValueError(f"workflow state cannot be read: {exc.strerror or exc}") from exc
+    if not isinstance(raw, dict):
+        raise ValueError("workflow state must be a JSON object")
+    if raw.get("schema_version") != 1:
+        raise ValueError(f"unsupported workflow state schema_version: {raw.get('schema_version')!r}")
+    try:
+        state = WorkflowState.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise ValueError(f"invalid workflow state ({where or 'file'}): {first.get('msg')}") from None
+    if state.phase == "round_active":
+        entry = state.rounds.get(str(state.current_round))
+        if entry is None:
+            raise ValueError(f"invalid workflow state: phase=round_active requires rounds[{state.current_round}]")
+        if entry.status != "active":
+            raise ValueError(
+                f"invalid workflow state: phase=round_active requires active state for round {state.current_round}"
+            )
+    return state
+
+
+def save_workflow(path: Path, state: WorkflowState) -> None:
+    files.atomic_write_json(path, state.to_json())
+
+
+def new_workflow(run_id: str, *, baseline_passed: bool) -> WorkflowState:
+    return WorkflowState(
+        schema_version=1,
+        run_id=run_id,
+        phase="awaiting_round_start" if baseline_passed else "baseline",
+        current_round=None,
+    )
+
+
+def parse_round_dir_name(name: str) -> int:
+    number = layout.round_number(name)
+    if number is None:
+        raise ValueError(f"invalid round directory name: {name!r} (expected opt-round-N with N >= 1)")
+    return number
+
+
+def validate_strategy(value: str) -> str:
+    normalized = value.strip()
+    if normalized not in ROUND_STRATEGIES:
+        raise ValueError(f"unknown round_strategy: {value!r} (choose one of {', '.join(ROUND_STRATEGIES)})")
+    return normalized
+
+
+def validate_policy(value: str) -> str:
+    normalized = value.strip()
+    if normalized not in ANALYSIS_POLICIES:
+        raise ValueError(f"unknown analysis_policy: {value!r} (choose one of {', '.join(ANALYSIS_POLICIES)})")
+    return normalized
+
+
+def validate_reason(value: str | None) -> str:
+    normalized = (value or "").strip()
+    if not normalized:
+        raise ValueError("reason is required")
+    return normalized
+
+
+def policy_depth(policy: str) -> int:
+    return ANALYSIS_POLICIES.index(policy)
+
+
+def combination_warnings(strategy: str, policy: str) -> list[str]:
+    warning = COMBINATION_WARNINGS.get((strategy, policy))
+    return [warning] if warning else []
+
+
+def transition_warnings(previous_strategy: str, strategy: str, policy: str) -> list[str]:
+    warnings: list[str] = []
+    if previous_strategy != strategy and (previous_strategy, strategy) in TRANSITION_WARNINGS:
+        warnings.append(TRANSITION_WARNINGS[(previous_strategy, strategy)])
+    return warnings + combination_warnings(strategy, policy)
+
+
+def strategy_state(strategy: str, policy: str, reason: str, updated_by: str) -> StrategyState:
+    return StrategyState(
+        round_strategy=strategy,  # type: ignore[arg-type]
+        analysis_policy=policy,  # type: ignore[arg-type]
+        reason=reason,
+        updated_at=utc_now(),
+        updated_by=updated_by,  # type: ignore[arg-type]
+    )
+
+
+def active_entry(state: WorkflowState, n: int, strategy: StrategyState) -> RoundEntry:
+    return RoundEntry(
+        status="active",
+        round_dir=layout.round_dir_name(n),
+        strategy_state=strategy,
+        started_at=utc_now(),
+        ended_at=None,
+    )
+
+
+def append_state_update(attempts_path: Path, update: StateUpdate) -> None:
+    """Append the block to attempts.md (created with its folder when missing).
+
+    The separator depends on what the file ends with, so it is read first; the append itself is
+    one O_APPEND write, and we hold the workspace lock, so nothing interleaves."""
+    existing_tail = ""
+    try:
+        with open(attempts_path, "rb") as handle:
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - 2))
+            existing_tail = handle.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        existing_tail = ""
+    files.append_text(attempts_path, state_update_append_text(existing_tail, update))
+
+
+def append_timing(workspace: Path, n: int, event: str, run_id: str) -> None:
+    """One ``round_start``/``round_end`` line in ``.helix/round-timings/opt-round-N.jsonl``."""
+    record: dict[str, Any] = {"event": event, "timestamp": utc_now(), "run_id": run_id, "round": n}
+    path = Path(workspace) / layout.HELIX_DIR / layout.ROUND_TIMINGS_DIR / f"{layout.round_dir_name(n)}.jsonl"
+    files.append_text(path, json.dumps(record, separators=(",", ":")) + "\n")
