@@ -106,6 +106,8 @@ def classify(root: Path, path: Path) -> list[WatchEvent]:
     head = parts[0]
     if head == layout.HELIX_DIR:
         if len(parts) >= 3 and parts[1] == layout.JOBS_DIR:
+            if len(parts) == 3 and parts[2].endswith(".log"):
+                return []  # spawn-<ts>.log of a detached launch, not a job
             return [JobEvent(parts[2])]
         if len(parts) == 2 and parts[1] == layout.WORKFLOW_STATE:
             return [WorkspaceChanged(Path(path))]

@@ -1,0 +1,269 @@
+"""What a key does, as plain functions (no textual): which CLI command a job runs, which engine
+call a form makes, what a form pre-fills. The App runs these in worker threads.
+
+Jobs are started by spawning the same ``helix`` CLI command an agent would type
+(`jobs.launch.spawn_cli`), detached, so they outlive the cockpit and show up in any cockpit.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine.errors import HelixError
+from helix_engine.workspace import layout
+from helix_engine.workspace.models import WorkspaceSnapshot
+from helix_tui.jobs_state import JobTracker
+from helix_tui.render import BASELINE, key_round, round_key
+
+EngineCall = Callable[[], tuple[dict[str, Any], int]]
+
+
+class ActionRefused(HelixError):
+    """The action cannot run for the current selection; the sentence says what to do."""
+
+
+# ----------------------------------------------------------------------------- jobs
+
+#: kind → (CLI subcommand for a round, for the baseline)
+JOB_COMMANDS: dict[str, tuple[str, str]] = {
+    "test": ("run-test-optimize", "run-test-baseline"),
+    "bench": ("run-bench", "run-bench"),
+    "probe": ("probe-bench", "probe-bench"),
+    "profile": ("profile-bench", "profile-bench"),
+}
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    from helix_engine import cli
+
+    parser = cli.build_parser()
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps subparsers here
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            return dict(action.choices)
+    return {}
+
+
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    return {opt for action in parser._actions for opt in action.option_strings}  # noqa: SLF001
+
+
+def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *, commands: dict[str, argparse.ArgumentParser] | None = None) -> list[str]:
+    """The CLI arguments that run ``kind`` on the selected round or baseline.
+
+    Built against the engine's own parser, so a flag the CLI does not have is never passed.
+    """
+    if kind not in JOB_COMMANDS:
+        raise ActionRefused(f"unknown job kind {kind!r}")
+    n = key_round(key)
+    operator = _operator(snap, key)
+    if operator is None:
+        where = f"{key}/" if n is not None else "baseline/"
+        raise ActionRefused(f"{where} has no operator file; write it first")
+    baseline_op = snap.baseline.operator_file if snap.baseline else None
+    commands = _subparsers() if commands is None else commands
+    command = JOB_COMMANDS[kind][0 if n is not None else 1]
+    if command not in commands and kind == "test":
+        command = "run-test"
+    parser = commands.get(command)
+    if parser is None:
+        raise ActionRefused(f"this helix has no `{command}` command; update helix")
+    flags = _flags(parser)
+    argv = [command, "--operator-file", str(operator.relative_to(snap.root))]
+    if kind == "test" and n is not None and baseline_op is not None:
+        for flag in ("--ref-operator-file", "--baseline-operator-file"):
+            if flag in flags:
+                argv += [flag, str(baseline_op.relative_to(snap.root))]
+                break
+    if kind == "probe":
+        if n is None:
+            raise ActionRefused("probe compares a round with the baseline: select a round first")
+        if baseline_op is not None and "--baseline-operator-file" in flags:
+            argv += ["--baseline-operator-file", str(baseline_op.relative_to(snap.root))]
+    if kind == "profile":
+        case = _first_case(snap, key)
+        if case is None:
+            raise ActionRefused("profiling needs a case id: run a benchmark (b) first so its cases are known")
+        argv += ["--case-id", case]
+    return [a for a in argv if a]
+
+
+def _operator(snap: WorkspaceSnapshot, key: str) -> Path | None:
+    n = key_round(key)
+    if n is None:
+        return snap.baseline.operator_file if snap.baseline else None
+    view = snap.rounds.get(n)
+    if view is not None and view.operator_file is not None:
+        return view.operator_file
+    if snap.operator_file is not None:
+        cand = snap.root / key / layout.round_operator_name(snap.operator_file.stem)
+        return cand if cand.is_file() else None
+    return None
+
+
+def _first_case(snap: WorkspaceSnapshot, key: str) -> str | None:
+    n = key_round(key)
+    records = snap.rounds[n].perf if n is not None and n in snap.rounds else []
+    records = records or (snap.baseline.perf if snap.baseline else [])
+    return records[0].case_label if records else None
+
+
+def spawn_call(workspace: Path, argv: list[str]) -> EngineCall:
+    def call() -> tuple[dict[str, Any], int]:
+        from helix_engine.jobs.launch import spawn_cli
+
+        pid = spawn_cli(workspace, argv)
+        return {"status": "started", "pid": pid, "argv": argv}, 0
+
+    return call
+
+
+def cancel_call(workspace: Path, job_id: str) -> EngineCall:
+    def call() -> tuple[dict[str, Any], int]:
+        from helix_engine.jobs.runner import cancel_job
+
+        info = cancel_job(workspace, job_id)
+        return {"status": info.status, "job": info.id, "message": info.message}, 0
+
+    return call
+
+
+def describe_payload(title: str, payload: dict[str, Any], code: int) -> str:
+    """One notification line for an engine result."""
+    if payload.get("status") == "started":
+        return f"started `helix {' '.join(payload.get('argv', []))}` (pid {payload.get('pid')}); see the Jobs pane (3)"
+    parts = [str(payload.get("status", "done" if code == 0 else "failed"))]
+    if payload.get("message"):
+        parts.append(str(payload["message"]))
+    if payload.get("issues"):
+        parts.append("; ".join(str(i) for i in payload["issues"]))
+    return " · ".join(parts)
+
+
+# ----------------------------------------------------------------------------- rounds
+
+
+def next_round_number(snap: WorkspaceSnapshot) -> int:
+    """One past the highest round folder or workflow entry (rounds are numbered in order)."""
+    numbers = set(snap.rounds)
+    if snap.workflow is not None:
+        numbers |= {int(k) for k in snap.workflow.rounds if k.isdigit()}
+    return max(numbers, default=0) + 1
+
+
+def target_round(snap: WorkspaceSnapshot, key: str) -> int:
+    """The round a submit applies to: the selected round, else the active one."""
+    n = key_round(key)
+    if n is None and snap.workflow is not None:
+        n = snap.workflow.current_round
+    if n is None:
+        raise ActionRefused("select a round in the tree (or start one with n) before submitting")
+    return n
+
+
+@dataclass
+class SubmitPrefill:
+    """What the submit form starts with: the round's state if it has one, else defaults; the
+    statuses come from the round's latest test and bench jobs when there are any."""
+
+    round_dir: Path
+    number: int
+    parent_round: str
+    hypothesis: str = ""
+    evidence_sources: list[str] = field(default_factory=lambda: ["benchmark"])
+    correctness_status: str = "not_run"
+    benchmark_status: str = "not_run"
+    perf_artifact: str | None = None
+    comparison_target_path: str | None = None
+    effective_metric_source: str = "kernel"
+    summary_path: str = layout.SUMMARY
+    status_source: str = "defaults"
+
+
+def submit_prefill(snap: WorkspaceSnapshot, key: str, tracker: JobTracker | None) -> SubmitPrefill:
+    n = target_round(snap, key)
+    view = snap.rounds.get(n)
+    folder = snap.root / round_key(n)
+    parent = (view.parent if view is not None and view.parent else None) or BASELINE
+    prefill = SubmitPrefill(round_dir=folder, number=n, parent_round=parent)
+    stem = snap.operator_file.stem if snap.operator_file else None
+    if stem:
+        prefill.perf_artifact = layout.round_perf_name(stem)
+    if snap.baseline is not None and snap.baseline.perf_file is not None:
+        prefill.comparison_target_path = "../" + str(snap.baseline.perf_file.relative_to(snap.root))
+    state = view.state if view is not None else None
+    if state is not None:
+        prefill.hypothesis = state.hypothesis
+        prefill.evidence_sources = list(state.evidence_sources)
+        prefill.correctness_status = state.correctness_status
+        prefill.benchmark_status = state.benchmark_status
+        prefill.perf_artifact = state.perf_artifact or prefill.perf_artifact
+        prefill.comparison_target_path = state.comparison_target_path or prefill.comparison_target_path
+        prefill.effective_metric_source = state.effective_metric_source or prefill.effective_metric_source
+        prefill.summary_path = state.summary_path or prefill.summary_path
+        prefill.status_source = "round-state.json"
+    elif view is not None and view.comparison is not None and view.comparison.metric_source:
+        prefill.effective_metric_source = view.comparison.metric_source
+    if tracker is not None:
+        test = latest_job_status(tracker, n, "test")
+        bench = latest_job_status(tracker, n, "bench")
+        if test:
+            prefill.correctness_status = test
+        if bench:
+            prefill.benchmark_status = bench
+        if test or bench:
+            prefill.status_source = "latest jobs"
+    return prefill
+
+
+def latest_job_status(tracker: JobTracker, n: int, kind: str) -> str | None:
+    """passed/failed of the newest finished job of ``kind`` for round ``n``."""
+    for job_id in tracker.order:
+        live = tracker.jobs.get(job_id)
+        if live is None or live.info is None or live.status in ("queued", "running"):
+            continue
+        if not (live.kind == kind or live.kind.startswith(kind)):
+            continue
+        if layout.parse_round_ref(live.round) != n:
+            continue
+        return "passed" if live.status == "passed" else "failed"
+    return None
+
+
+def round_state_fields(prefill: SubmitPrefill, hypothesis: str, evidence: list[str], correctness: str,
+                       benchmark: str, metric_source: str) -> dict[str, Any]:
+    """The round-state.json fields the submit form writes (upstream names and rules)."""
+    fields: dict[str, Any] = {
+        "round": round_key(prefill.number),
+        "parent_round": prefill.parent_round,
+        "hypothesis": hypothesis.strip(),
+        "evidence_sources": evidence,
+        "correctness_status": correctness,
+        "benchmark_status": benchmark,
+        "summary_path": prefill.summary_path,
+        "opt_note_updated": True,
+    }
+    if benchmark == "passed":
+        fields["perf_artifact"] = prefill.perf_artifact
+        fields["comparison_target_path"] = prefill.comparison_target_path
+        fields["effective_metric_source"] = metric_source
+    return fields
+
+
+def file_for_pane(snap: WorkspaceSnapshot, key: str, tab: str, notes_tab: str) -> Path:
+    """The file behind what is on screen: the note being read, the perf file, else the operator."""
+    n = key_round(key)
+    folder = snap.root / (key if n is not None else BASELINE)
+    if tab == "tab-attempts":
+        name = {"tab-summary-md": layout.SUMMARY, "tab-analysis-md": layout.PERF_ANALYSIS}.get(notes_tab, layout.ATTEMPTS)
+        return folder / name
+    view = snap.rounds.get(n) if n is not None else None
+    if tab == "tab-perf":
+        perf = view.perf_file if view is not None else (snap.baseline.perf_file if snap.baseline else None)
+        if perf is not None:
+            return perf
+    operator = _operator(snap, key)
+    return operator if operator is not None else folder / layout.ATTEMPTS

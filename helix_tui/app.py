@@ -1,0 +1,479 @@
+"""HelixApp: owns the snapshot and the job view, routes messages, starts workers.
+
+Data flow (DESIGN.md): watch worker → reload only what changed (off the event loop) → a
+message → the App replaces its snapshot → widgets render from it. Blocking engine work runs
+in ``@work(thread=True, exit_on_error=False)`` workers that only post messages. Every action
+calls the same engine function as the CLI; the UI shows results it read back from disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib.resources
+import os
+import shlex
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.containers import Horizontal
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, TabbedContent, TabPane, Tree
+
+from helix_engine.watch import WatchBatch, watch_workspace
+from helix_engine.workspace.models import WorkspaceSnapshot
+from helix_tui import actions, render, views
+from helix_tui.commands import HelixCommands, bindings
+from helix_tui.jobs_state import JobTracker
+from helix_tui.messages import (
+    ActionFailed,
+    ActionFinished,
+    JobsChanged,
+    PaneText,
+    PerfReady,
+    SnapshotLoaded,
+    SnapshotReloaded,
+    WatchStopped,
+)
+from helix_tui.widgets.file_tail import FileTail
+from helix_tui.widgets.jobs_pane import JobsPane
+from helix_tui.widgets.panes import CockpitHeader, IRPane, PerfPane, TextPane
+from helix_tui.widgets.round_tree import RoundTree
+
+#: Below this width the tree narrows and the footer shows fewer keys (80×24 over SSH).
+NARROW_WIDTH = 110
+#: How often job liveness (a pid that died without an end event → lost) is re-checked.
+JOB_POLL_S = 2.0
+
+
+def css_path() -> Path:
+    """styles/cockpit.tcss: the installed helix_tui.styles package, or the source tree."""
+    with contextlib.suppress(ModuleNotFoundError, FileNotFoundError, TypeError):
+        path = Path(str(importlib.resources.files("helix_tui.styles") / "cockpit.tcss"))
+        if path.is_file():
+            return path
+    return Path(__file__).resolve().parents[1] / "styles" / "cockpit.tcss"
+
+
+class MainScreen(Screen[None]):
+    """The cockpit. Its bindings live here (not on the App) so forms never trigger them."""
+
+    BINDINGS = bindings()
+
+    def compose(self) -> ComposeResult:
+        yield CockpitHeader(id="header")
+        with Horizontal(id="body"):
+            yield RoundTree(id="tree")
+            with TabbedContent(id="tabs", initial="tab-perf"):
+                with TabPane("Perf", id="tab-perf"):
+                    yield PerfPane(id="perf")
+                with TabPane("Attempts", id="tab-attempts"):
+                    with TabbedContent(id="notes", initial="tab-attempts-md"):
+                        with TabPane("attempts.md", id="tab-attempts-md"):
+                            yield FileTail(id="attempts")
+                        with TabPane("summary.md", id="tab-summary-md"):
+                            yield FileTail(id="summary")
+                        with TabPane("perf-analysis.md", id="tab-analysis-md"):
+                            yield FileTail(id="analysis")
+                with TabPane("Jobs", id="tab-jobs"):
+                    yield JobsPane(id="jobs")
+                with TabPane("Hotspots", id="tab-hotspots"):
+                    yield TextPane(id="hotspots")
+                with TabPane("Diff", id="tab-diff"):
+                    yield TextPane(id="diff")
+                with TabPane("IR", id="tab-ir"):
+                    yield IRPane(id="ir")
+        yield Footer(compact=True)
+
+    def on_resize(self) -> None:
+        self.set_class(self.size.width < NARROW_WIDTH, "-narrow")
+
+
+class HelixApp(App[int]):
+    """The helix cockpit on one workspace."""
+
+    CSS_PATH = css_path()
+    TITLE = "helix"
+    COMMANDS = App.COMMANDS | {HelixCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    selected: reactive[str] = reactive(render.BASELINE, init=False)
+    metric: reactive[str] = reactive("auto", init=False)
+    against: reactive[str] = reactive("baseline", init=False)
+
+    def __init__(self, workspace: Path, *, watch: bool = True, job_poll_s: float = JOB_POLL_S) -> None:
+        super().__init__()
+        self.workspace = Path(workspace).resolve()
+        self.snapshot: WorkspaceSnapshot | None = None
+        self.tracker = JobTracker(self.workspace)
+        self.watch_enabled = watch
+        self.job_poll_s = job_poll_s
+        self.ir_stage: str | None = None
+        self.status_note = ""
+        self._jobs_lock = threading.Lock()
+        self._stop_watch = asyncio.Event()
+        self._watching = False
+        self._main: MainScreen | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def get_default_screen(self) -> MainScreen:
+        self._main = MainScreen()
+        return self._main
+
+    def on_mount(self) -> None:
+        self.load_full()
+        self.poll_jobs()
+        if self.job_poll_s > 0:
+            self.set_interval(self.job_poll_s, self.poll_jobs)
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._hang_up)
+
+    def on_unmount(self) -> None:
+        self._stop_watch.set()
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+
+    def _hang_up(self) -> None:
+        """The SSH connection went away: stop workers and exit without touching the terminal."""
+        self._stop_watch.set()
+        self.exit(0)
+
+    @property
+    def main(self) -> MainScreen:
+        return self._main
+
+    @property
+    def ready(self) -> bool:
+        """False before the main screen is composed and after it is gone (late messages)."""
+        return self._main is not None and self._main.is_attached and not self._exit
+
+    @property
+    def header(self) -> CockpitHeader:
+        return self.main.query_one("#header", CockpitHeader)
+
+    # ------------------------------------------------------------------ workers (post only)
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def load_full(self) -> None:
+        from helix_engine.workspace.snapshot import load_workspace
+
+        self.post_message(SnapshotLoaded(load_workspace(self.workspace)))
+
+    @work(thread=True, exclusive=True, group="jobs", exit_on_error=False)
+    def poll_jobs(self) -> None:
+        with self._jobs_lock:
+            changed = self.tracker.refresh()
+        if changed or self.tracker.error:
+            self.post_message(JobsChanged(changed))
+
+    @work(exclusive=True, group="watch", exit_on_error=False)
+    async def watch_files(self) -> None:
+        from helix_engine.workspace.snapshot import reload
+
+        try:
+            async for batch in watch_workspace(self.workspace, stop_event=self._stop_watch):
+                paths = batch.snapshot_paths
+                if paths and self.snapshot is not None:
+                    snap = await asyncio.to_thread(reload, self.snapshot, paths)
+                    self.post_message(SnapshotReloaded(snap, batch))
+                if batch.job_ids:
+                    changed = await asyncio.to_thread(self._poll_some_jobs, batch.job_ids)
+                    self.post_message(JobsChanged(changed))
+        except Exception as exc:  # noqa: BLE001 - a dead watcher must not kill the cockpit
+            self.post_message(WatchStopped(f"live updates stopped ({exc}); press r to refresh"))
+            return
+        if not self._stop_watch.is_set():
+            self.post_message(WatchStopped("the workspace folder is gone; live updates stopped"))
+
+    def _poll_some_jobs(self, job_ids: set[str]) -> set[str]:
+        with self._jobs_lock:
+            return self.tracker.poll(job_ids)
+
+    @work(thread=True, exclusive=True, group="perf", exit_on_error=False)
+    def compute_perf(self, snap: WorkspaceSnapshot, key: str, metric: str, against: str) -> None:
+        self.post_message(PerfReady(views.perf_view(snap, key, metric, against)))
+
+    @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
+    def compute_diff(self, snap: WorkspaceSnapshot, key: str) -> None:
+        self.post_message(PaneText("diff", (key,), views.diff_text(snap, key), "diff"))
+
+    @work(thread=True, exclusive=True, group="hotspots", exit_on_error=False)
+    def compute_hotspots(self, snap: WorkspaceSnapshot, key: str) -> None:
+        self.post_message(PaneText("hotspots", (key,), views.hotspots_text(snap, key), "markdown"))
+
+    @work(thread=True, exclusive=True, group="ir", exit_on_error=False)
+    def compute_ir(self, snap: WorkspaceSnapshot, key: str, stage: str | None) -> None:
+        names, text = views.ir_text(snap, key, stage)
+        self.post_message(PaneText("ir", (key, stage, *names), text))
+
+    @work(thread=True, group="action", exit_on_error=False)
+    def run_engine(self, title: str, fn: actions.EngineCall) -> None:
+        """Run one engine call; the result (or the sentence of its error) comes back as a message."""
+        try:
+            payload, code = fn()
+        except Exception as exc:  # noqa: BLE001 - HelixError and anything else become a notice
+            self.post_message(ActionFailed(title, str(exc) or type(exc).__name__))
+            return
+        self.post_message(ActionFinished(title, payload, code))
+
+    # ------------------------------------------------------------------ messages
+
+    def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
+        if not self.ready:
+            return
+        self.snapshot = message.snapshot
+        self.render_all()
+        if self.watch_enabled and not self._watching:
+            self._watching = True
+            self.watch_files()
+
+    def on_snapshot_reloaded(self, message: SnapshotReloaded) -> None:
+        if not self.ready:
+            return
+        self.snapshot = message.snapshot
+        self.render_all(message.batch)
+
+    def on_jobs_changed(self, message: JobsChanged) -> None:
+        if not self.ready:
+            return
+        self.main.query_one("#jobs", JobsPane).show(self.tracker)
+
+    def on_watch_stopped(self, message: WatchStopped) -> None:
+        if not self.ready:
+            return
+        self._watching = False
+        self.status_note = message.reason
+        self.header.show(self.snapshot, self.status_note)
+
+    def on_perf_ready(self, message: PerfReady) -> None:
+        if not self.ready:
+            return
+        if self.snapshot is None or message.view.key != (self.selected, self.metric, self.against):
+            return  # a stale selection
+        self.main.query_one("#perf", PerfPane).show(message.view, self.snapshot, self.metric)
+
+    def on_pane_text(self, message: PaneText) -> None:
+        if not self.ready:
+            return
+        if message.key[0] != self.selected:
+            return
+        if message.pane == "ir":
+            stages = [str(s) for s in message.key[2:]]
+            self.main.query_one("#ir", IRPane).show(stages, message.text, message.key[1] or (stages[0] if stages else None))
+        else:
+            self.main.query_one(f"#{message.pane}", TextPane).show(message.text, message.lexer)
+
+    def on_action_finished(self, message: ActionFinished) -> None:
+        text = actions.describe_payload(message.title, message.payload, message.exit_code)
+        self.notify(text, title=message.title, severity="information" if message.exit_code == 0 else "warning")
+
+    def on_action_failed(self, message: ActionFailed) -> None:
+        self.notify(message.message, title=message.title, severity="error", timeout=10)
+
+    @on(Tree.NodeHighlighted, "#tree")
+    def _tree_moved(self, event: Tree.NodeHighlighted[str]) -> None:
+        if event.node.data:
+            self.selected = event.node.data
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    def _tab_changed(self) -> None:
+        self.refresh_lazy_panes()
+
+    @on(JobsPane.Chosen)
+    def _job_chosen(self) -> None:
+        self.main.query_one("#jobs", JobsPane).show(self.tracker)
+
+    def on_option_list_option_highlighted(self, event) -> None:  # noqa: ANN001 - IR stage list
+        if event.option_list.id == "ir-stages" and self.snapshot is not None:
+            stage = str(event.option.prompt)
+            if stage != self.ir_stage:
+                self.ir_stage = stage
+                self.compute_ir(self.snapshot, self.selected, stage)
+
+    # ------------------------------------------------------------------ rendering
+
+    def render_all(self, batch: WatchBatch | None = None) -> None:
+        snap = self.snapshot
+        if snap is None:
+            return
+        self.header.show(snap, self.status_note)
+        tree = self.main.query_one("#tree", RoundTree)
+        tree.show(snap, self.selected)
+        if self.selected not in tree.nodes_by_key:
+            self.selected = render.BASELINE
+            return
+        if batch is None or self._touches_selection(batch):
+            self.refresh_selection(reopen=batch is None)
+
+    def _touches_selection(self, batch: WatchBatch) -> bool:
+        n = render.key_round(self.selected)
+        if n is not None and n in batch.rounds:
+            return True
+        touched_parent = False
+        if n is not None and self.snapshot is not None and n in self.snapshot.rounds:
+            parent = render.key_round(self.snapshot.rounds[n].parent)
+            touched_parent = parent is not None and parent in batch.rounds
+        baseline = any(p.parts and render.BASELINE in p.parts for p in batch.snapshot_paths)
+        return touched_parent or baseline
+
+    def refresh_selection(self, reopen: bool = True) -> None:
+        """Re-render every pane that depends on the selected round."""
+        snap = self.snapshot
+        if snap is None:
+            return
+        folder = views.round_dir(snap, self.selected)
+        for widget_id, name in (("attempts", "attempts.md"), ("summary", "summary.md"), ("analysis", "perf-analysis.md")):
+            tail = self.main.query_one(f"#{widget_id}", FileTail)
+            path = folder / name
+            if reopen or tail.path != path:
+                tail.open(path)
+            else:
+                tail.poll()
+        self.compute_perf(snap, self.selected, self.metric, self.against)
+        self.compute_diff(snap, self.selected)
+        self.refresh_lazy_panes()
+
+    def refresh_lazy_panes(self) -> None:
+        """Hotspots and IR read big folders: only while their tab is showing."""
+        if self.snapshot is None:
+            return
+        active = self.main.query_one("#tabs", TabbedContent).active
+        if active == "tab-hotspots":
+            self.compute_hotspots(self.snapshot, self.selected)
+        elif active == "tab-ir":
+            self.compute_ir(self.snapshot, self.selected, self.ir_stage)
+
+    def watch_selected(self) -> None:
+        self.ir_stage = None
+        self.refresh_selection()
+
+    def watch_metric(self) -> None:
+        if self.snapshot is not None:
+            self.compute_perf(self.snapshot, self.selected, self.metric, self.against)
+
+    def watch_against(self) -> None:
+        self.watch_metric()
+
+    # ------------------------------------------------------------------ actions
+
+    def action_refresh(self) -> None:
+        self.status_note = ""
+        self.load_full()
+        self.poll_jobs()
+
+    def action_cycle_metric(self) -> None:
+        order = views.METRICS
+        self.metric = order[(order.index(self.metric) + 1) % len(order)]
+        self.notify(f"metric: {self.metric}", timeout=2)
+
+    def action_toggle_against(self) -> None:
+        self.against = "parent" if self.against == "baseline" else "baseline"
+        self.notify(f"comparing with the {self.against}", timeout=2)
+
+    def action_tab(self, name: str) -> None:
+        self.main.query_one("#tabs", TabbedContent).active = f"tab-{name}"
+
+    def action_help(self) -> None:
+        from helix_tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    def action_problems(self) -> None:
+        from helix_tui.screens.problems import ProblemsScreen
+
+        if self.snapshot is not None:
+            self.push_screen(ProblemsScreen(self.snapshot))
+
+    def action_run(self, kind: str) -> None:
+        if self.snapshot is None:
+            return
+        try:
+            argv = actions.job_argv(kind, self.snapshot, self.selected)
+        except actions.ActionRefused as exc:
+            self.notify(str(exc), title=f"{kind} not started", severity="warning", timeout=8)
+            return
+        self.run_engine(f"{kind} {self.selected}", actions.spawn_call(self.workspace, argv))
+
+    def action_cancel_job(self) -> None:
+        job_id = self.main.query_one("#jobs", JobsPane).selected
+        if not job_id:
+            self.notify("no job selected: open the Jobs pane (3) and pick one", severity="warning")
+            return
+        self.run_engine(f"cancel {job_id}", actions.cancel_call(self.workspace, job_id))
+
+    def action_start_round(self) -> None:
+        from helix_tui.screens.forms import StartRoundScreen
+
+        if self.snapshot is not None:
+            self.push_screen(StartRoundScreen(self.snapshot))
+
+    def action_submit_round(self) -> None:
+        from helix_tui.screens.forms import SubmitRoundScreen
+
+        if self.snapshot is None:
+            return
+        try:
+            prefill = actions.submit_prefill(self.snapshot, self.selected, self.tracker)
+        except actions.ActionRefused as exc:
+            self.notify(str(exc), title="submit round", severity="warning", timeout=8)
+            return
+        self.push_screen(SubmitRoundScreen(self.snapshot, prefill))
+
+    def action_set_round_state(self) -> None:
+        from helix_tui.screens.forms import SetRoundStateScreen
+
+        if self.snapshot is not None:
+            self.push_screen(SetRoundStateScreen(self.snapshot))
+
+    def action_edit(self) -> None:
+        if self.snapshot is None:
+            return
+        tabs = self.main.query_one("#tabs", TabbedContent).active
+        notes = self.main.query_one("#notes", TabbedContent).active
+        path = actions.file_for_pane(self.snapshot, self.selected, tabs, notes)
+        command = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi") + [str(path)]
+        try:
+            with self.suspend():
+                subprocess.run(command, check=False)
+        except OSError as exc:
+            self.notify(f"cannot start {command[0]}: {exc}. Set $EDITOR.", severity="error")
+            return
+        except Exception:  # noqa: BLE001 - SuspendNotSupported (headless): run it without a terminal
+            try:
+                subprocess.run(command, check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                self.notify(f"cannot start {command[0]}: {exc}. Set $EDITOR.", severity="error")
+                return
+        self.refresh_selection()
+
+
+def run_cockpit(argv: list[str]) -> int:
+    """``helix [WORKSPACE]`` / ``helix tui [WORKSPACE]``: open the cockpit (a picker for a folder
+    of workspaces). Returns the exit code."""
+    parser = argparse.ArgumentParser(prog="helix tui", description="Open the helix cockpit on an operator workspace.")
+    parser.add_argument("workspace", nargs="?", default=".", help="workspace folder, or a folder of workspaces (default: .)")
+    parser.add_argument("--no-watch", action="store_true", help="do not follow file changes (refresh with r)")
+    args = parser.parse_args(argv)
+    from helix_engine.workspace.snapshot import find_workspaces
+
+    path = Path(args.workspace)
+    found = find_workspaces(path)
+    if not found:
+        print(f"error: {path} is not an operator workspace and holds none; run helix in a workspace folder")
+        return 1
+    chosen: Path | None = found[0]
+    if len(found) > 1:
+        from helix_tui.screens.picker import PickerApp
+
+        chosen = PickerApp(found).run()
+        if chosen is None:
+            return 0
+    result = HelixApp(chosen, watch=not args.no_watch).run()
+    return int(result or 0)

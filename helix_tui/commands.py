@@ -1,0 +1,80 @@
+"""Every cockpit action in one table: keys (footer, `?` screen) and the command palette.
+
+One table so the three doors (key, footer/help, palette) can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+@dataclass(frozen=True)
+class CockpitAction:
+    key: str
+    action: str  # the App action string, e.g. "run('bench')"
+    title: str
+    help: str
+    footer: bool = False
+
+
+ACTIONS: tuple[CockpitAction, ...] = (
+    CockpitAction("t", "run('test')", "Run test", "Run the correctness test of the selected round or baseline (a job)", True),
+    CockpitAction("b", "run('bench')", "Run bench", "Benchmark the selected round or baseline (a job; writes the perf file)", True),
+    CockpitAction("p", "run('probe')", "Probe", "Fast probe-bench of the selected round against the baseline (a job)"),
+    CockpitAction("f", "run('profile')", "Profile", "Profile the selected round or baseline into its profile/ folder (a job)"),
+    CockpitAction("x", "cancel_job", "Cancel job", "Cancel the job selected in the Jobs pane (SIGTERM, then SIGKILL)"),
+    CockpitAction("c", "toggle_against", "Compare parent/baseline", "Compare the round with its parent or with the baseline", True),
+    CockpitAction("m", "cycle_metric", "Metric", "Switch the compared metric: auto, kernel, total-op, all", True),
+    CockpitAction("n", "start_round", "Start round", "Start the next round: strategy, analysis policy, reason", True),
+    CockpitAction("s", "submit_round", "Submit round", "Write round-state.json and submit the selected round", True),
+    CockpitAction("a", "set_round_state", "Set round state", "Change the active round's strategy or analysis policy"),
+    CockpitAction("e", "edit", "Open in $EDITOR", "Open the file behind the current pane in $EDITOR"),
+    CockpitAction("r", "refresh", "Refresh", "Reload the whole workspace from disk"),
+    CockpitAction("exclamation_mark", "problems", "Problems", "List every problem found in the workspace files"),
+    CockpitAction("question_mark", "help", "Help", "Show every key", True),
+    CockpitAction("1", "tab('perf')", "Perf pane", "Show the perf comparison"),
+    CockpitAction("2", "tab('attempts')", "Attempts pane", "Show attempts.md, summary.md, perf-analysis.md"),
+    CockpitAction("3", "tab('jobs')", "Jobs pane", "Show jobs, progress and per-case results"),
+    CockpitAction("4", "tab('hotspots')", "Hotspots pane", "Show the profile hotspots of the selected round"),
+    CockpitAction("5", "tab('diff')", "Diff pane", "Show the operator diff against the parent"),
+    CockpitAction("6", "tab('ir')", "IR pane", "Show IR stages and the stage diff against the parent"),
+    CockpitAction("q", "quit", "Quit", "Leave the cockpit (running jobs keep running)", True),
+)
+
+KEY_NAMES = {"exclamation_mark": "!", "question_mark": "?"}
+
+
+def display_key(key: str) -> str:
+    return KEY_NAMES.get(key, key)
+
+
+def bindings() -> list[Binding]:
+    """Bindings for the main screen (not the App, so a form's keys never start a job)."""
+    return [
+        Binding(a.key, f"app.{a.action}", a.title, show=a.footer, key_display=display_key(a.key))
+        for a in ACTIONS
+    ]
+
+
+class HelixCommands(Provider):
+    """The command palette: every action of ACTIONS, fuzzy-matched on its title."""
+
+    async def discover(self) -> Hits:
+        for act in ACTIONS:
+            yield DiscoveryHit(act.title, partial(self.app.run_action, act.action), help=f"[{display_key(act.key)}] {act.help}")
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for act in ACTIONS:
+            score = matcher.match(act.title)
+            if score > 0:
+                yield Hit(
+                    score,
+                    matcher.highlight(act.title),
+                    partial(self.app.run_action, act.action),
+                    help=f"[{display_key(act.key)}] {act.help}",
+                )

@@ -1,0 +1,222 @@
+"""What each read-only pane shows, computed from the snapshot and the files (no textual here).
+
+These run in worker threads: each reads files and calls the engine (compare, profile report,
+IR stages), then the App posts the result. Every function returns text or data and a sentence
+instead of raising, so a malformed or vanished file shows as a message in the pane.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from helix_engine.workspace.files import read_text_checked
+from helix_engine.workspace.models import Comparison, PerfRecord, RoundView, WorkspaceSnapshot
+from helix_tui.render import BASELINE, key_round
+
+METRICS: tuple[str, ...] = ("auto", "kernel", "total-op", "all")
+MAX_DIFF_LINES = 5000
+
+
+@dataclass
+class PerfView:
+    """What the perf pane shows for one selection: comparisons, or the raw baseline records."""
+
+    key: tuple[Any, ...]
+    comparisons: list[Comparison]
+    against: str
+    note: str = ""
+
+
+def parent_records(snap: WorkspaceSnapshot, view: RoundView) -> tuple[list[PerfRecord], str]:
+    """The perf records of a round's parent (the baseline when the parent is unknown)."""
+    parent = view.parent or BASELINE
+    n = key_round(parent)
+    if n is not None and n in snap.rounds:
+        return snap.rounds[n].perf, parent
+    return (snap.baseline.perf if snap.baseline else []), BASELINE
+
+
+def perf_view(snap: WorkspaceSnapshot, key: str, metric: str, against: str) -> PerfView:
+    """Compare the selected round with its parent or the baseline, with the chosen metric."""
+    state_key = (key, metric, against)
+    n = key_round(key)
+    if n is None or n not in snap.rounds:
+        return PerfView(state_key, [], BASELINE, note="baseline records (select a round to compare)")
+    view = snap.rounds[n]
+    if not view.perf:
+        why = "no perf file yet: run a benchmark (b)" if view.perf_file is None else "the perf file has no readable records"
+        return PerfView(state_key, [], against, note=why)
+    if against == "parent":
+        base, name = parent_records(snap, view)
+    else:
+        base, name = (snap.baseline.perf if snap.baseline else []), BASELINE
+    if not base:
+        return PerfView(state_key, [], name, note=f"{name} has no perf records to compare with")
+    from helix_engine.perf import compare
+
+    try:
+        if metric == "all":
+            comparisons = list(compare.compare_all(base, view.perf))
+        else:
+            comparisons = [compare.compare_records(base, view.perf, metric=metric, with_ci=True)]
+    except Exception as exc:  # noqa: BLE001 - a bad record must not stop the pane
+        return PerfView(state_key, [], name, note=f"cannot compare: {exc}")
+    return PerfView(state_key, comparisons, name)
+
+
+def comparison_rows(c: Comparison) -> list[tuple[str, ...]]:
+    """Table rows: case, baseline, round, delta, speedup ± CI, verdict."""
+    from helix_tui import render
+
+    rows = []
+    for case in c.cases:
+        rows.append(
+            (
+                case.latency_id.removeprefix("latency-"),
+                case.baseline_display or render.micros(case.baseline_us),
+                case.compare_display or render.micros(case.compare_us),
+                render.pct(case.delta_pct),
+                (render.speedup(case.speedup) + " " + render.ci(case.ci95)).strip(),
+                case.verdict or "",
+            )
+        )
+    return rows
+
+
+def record_rows(records: list[PerfRecord]) -> list[tuple[str, ...]]:
+    """Raw rows for the baseline: case, kernel µs, total-op µs, method, error."""
+    from helix_tui import render
+
+    return [
+        (
+            r.case_label,
+            render.micros(r.kernel_avg_time_us),
+            render.micros(r.total_op_avg_time_us),
+            r.method or r.bench_mode or "",
+            (r.error_message or "")[:80],
+        )
+        for r in records
+    ]
+
+
+def operator_of(snap: WorkspaceSnapshot, key: str) -> Path | None:
+    n = key_round(key)
+    if n is None:
+        return snap.baseline.operator_file if snap.baseline else snap.operator_file
+    view = snap.rounds.get(n)
+    return view.operator_file if view else None
+
+
+def diff_text(snap: WorkspaceSnapshot, key: str) -> str:
+    """Unified diff of the round operator against its parent's (capped)."""
+    n = key_round(key)
+    if n is None or n not in snap.rounds:
+        return "# select a round to see its operator diff against the parent"
+    view = snap.rounds[n]
+    parent = view.parent or BASELINE
+    new_path = view.operator_file
+    old_path = operator_of(snap, parent)
+    if new_path is None:
+        return f"# {view.name} has no operator file yet"
+    if old_path is None:
+        return f"# the parent {parent} has no operator file to diff against"
+    new, p1 = read_text_checked(new_path, snap.root)
+    old, p2 = read_text_checked(old_path, snap.root)
+    if new is None or old is None:
+        return "# " + "; ".join(str(p) for p in (p1, p2) if p)
+    lines = list(
+        difflib.unified_diff(
+            old.splitlines(),
+            new.splitlines(),
+            fromfile=_rel(snap, old_path),
+            tofile=_rel(snap, new_path),
+            lineterm="",
+        )
+    )
+    if not lines:
+        return f"# {view.name} is byte-identical to {parent} (a rollback is not an optimization)"
+    if len(lines) > MAX_DIFF_LINES:
+        lines = lines[:MAX_DIFF_LINES] + [f"# … {len(lines) - MAX_DIFF_LINES} more lines (open in $EDITOR: e)"]
+    return "\n".join(lines)
+
+
+def _rel(snap: WorkspaceSnapshot, path: Path) -> str:
+    try:
+        return str(Path(path).relative_to(snap.root))
+    except ValueError:
+        return Path(path).name
+
+
+def round_dir(snap: WorkspaceSnapshot, key: str) -> Path:
+    n = key_round(key)
+    return snap.root / (key if n is not None else BASELINE)
+
+
+def profile_dir(snap: WorkspaceSnapshot, key: str) -> Path | None:
+    """The round's declared profile_dir, else ``profile/`` when it exists."""
+    n = key_round(key)
+    folder = round_dir(snap, key)
+    declared = None
+    if n is not None and n in snap.rounds and snap.rounds[n].state is not None:
+        declared = snap.rounds[n].state.profile_dir
+    for cand in ([folder / declared] if declared else []) + [folder / "profile"]:
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def hotspots_text(snap: WorkspaceSnapshot, key: str) -> str:
+    """The profile report as markdown (top ops, core buckets, bound, suggested patterns)."""
+    folder = profile_dir(snap, key)
+    if folder is None:
+        return f"No profile for {key} yet. Press f to profile it (writes {key}/profile/)."
+    try:
+        from helix_engine.profile import report
+    except ImportError as exc:
+        return f"The profile engine is not available ({exc})."
+    try:
+        return report.build_report(folder).to_markdown()
+    except Exception as exc:  # noqa: BLE001 - half-written profiler output
+        return f"Cannot read the profile in {_rel(snap, folder)}: {exc}"
+
+
+def ir_dir(snap: WorkspaceSnapshot, key: str) -> Path | None:
+    n = key_round(key)
+    folder = round_dir(snap, key)
+    declared = None
+    if n is not None and n in snap.rounds and snap.rounds[n].state is not None:
+        declared = snap.rounds[n].state.ir_dir
+    for cand in ([folder / declared] if declared else []) + [folder / "ir"]:
+        if cand.is_dir():
+            return cand
+    return None
+
+
+def ir_text(snap: WorkspaceSnapshot, key: str, stage: str | None) -> tuple[list[str], str]:
+    """(stage names, text): the stage list, and the diff of ``stage`` against the parent's."""
+    folder = ir_dir(snap, key)
+    if folder is None:
+        return [], f"No IR captured for {key} (helix ir capture writes {key}/ir/)."
+    try:
+        from helix_engine.ir import stages as ir_stages
+    except ImportError as exc:
+        return [], f"The IR engine is not available ({exc})."
+    try:
+        found = ir_stages.list_stages(folder)
+    except Exception as exc:  # noqa: BLE001
+        return [], f"Cannot list IR stages in {_rel(snap, folder)}: {exc}"
+    names = [str(getattr(s, "name", s)) for s in found]
+    if not names:
+        return [], f"{_rel(snap, folder)} holds no IR stages."
+    chosen = stage if stage in names else names[0]
+    n = key_round(key)
+    if n is None:
+        return names, f"Stage {chosen} of the baseline (stage diffs are shown for rounds)."
+    try:
+        result = ir_stages.diff_round(snap.root, n, chosen)
+    except Exception as exc:  # noqa: BLE001
+        return names, f"Cannot diff stage {chosen} against the parent: {exc}"
+    return names, result if isinstance(result, str) else str(getattr(result, "text", result))

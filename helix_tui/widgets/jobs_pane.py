@@ -1,0 +1,145 @@
+"""Jobs: the list (status, progress bar), the selected job's per-case table and its output tail.
+
+Renders from the App's JobTracker (a cache of ``.helix/jobs/<id>/`` files). The output log is
+a capped Log widget, so a job that prints a million lines never floods an SSH link.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Log, ProgressBar, Static
+
+from helix_tui import render
+from helix_tui.jobs_state import MAX_LOG_LINES, JobLive, JobTracker
+
+STATUS_STYLE = {
+    "queued": "dim",
+    "running": "bold cyan",
+    "passed": "green",
+    "failed": "red",
+    "timeout": "red",
+    "cancelled": "yellow",
+    "lost": "magenta",
+}
+
+
+class JobsPane(Vertical):
+    """The jobs list drives which job the detail section shows."""
+
+    DEFAULT_CSS = """
+    JobsPane #jobs-table { height: 2fr; min-height: 4; }
+    JobsPane #job-line { height: 1; padding: 0 1; }
+    JobsPane ProgressBar { height: 1; padding: 0 1; }
+    JobsPane #job-cases { height: 3fr; min-height: 3; }
+    JobsPane #job-log { height: 2fr; min-height: 3; }
+    """
+
+    class Chosen(Message):
+        def __init__(self, job_id: str) -> None:
+            super().__init__()
+            self.job_id = job_id
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.selected: str | None = None
+        self._log_job: str | None = None
+        self._log_count = 0
+
+    def compose(self) -> ComposeResult:
+        yield DataTable(id="jobs-table", cursor_type="row")
+        yield Static("no jobs yet: t test · b bench · p probe · f profile", id="job-line")
+        yield ProgressBar(id="job-progress", show_eta=False)
+        yield DataTable(id="job-cases", cursor_type="row", zebra_stripes=True)
+        yield Log(id="job-log", max_lines=MAX_LOG_LINES, auto_scroll=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#jobs-table", DataTable).add_columns("job", "kind", "round", "status", "progress", "age")
+        self.query_one("#job-cases", DataTable).add_columns("case", "status", "median", "n", "error")
+
+    def show(self, tracker: JobTracker, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        table = self.query_one("#jobs-table", DataTable)
+        rows = [tracker.jobs[j] for j in tracker.order if j in tracker.jobs]
+        ids = [live.id for live in rows]
+        if self.selected not in ids:
+            self.selected = ids[0] if ids else None
+        table.clear()
+        for live in rows:
+            table.add_row(
+                live.id[-24:],
+                live.kind,
+                live.round,
+                Text(live.status, style=STATUS_STYLE.get(live.status, "")),
+                render.progress_bar(live.done, live.total),
+                _age(live, now),
+                key=live.id,
+            )
+        if self.selected in ids:
+            table.move_cursor(row=ids.index(self.selected), animate=False)
+        self._show_detail(tracker.jobs.get(self.selected) if self.selected else None, tracker.error)
+
+    def _show_detail(self, live: JobLive | None, error: str | None) -> None:
+        line = self.query_one("#job-line", Static)
+        bar = self.query_one("#job-progress", ProgressBar)
+        cases = self.query_one("#job-cases", DataTable)
+        log = self.query_one("#job-log", Log)
+        cases.clear()
+        if live is None:
+            line.update(Text(error or "no jobs yet: t test · b bench · p probe · f profile", style="dim"))
+            bar.update(total=None, progress=0)
+            log.clear()
+            self._log_job, self._log_count = None, 0
+            return
+        info = live.info
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{live.id} ", style="bold")
+        text.append(live.status, style=STATUS_STYLE.get(live.status, ""))
+        if getattr(info, "device", None):
+            text.append(f" · device {info.device}")
+        if getattr(info, "exit_code", None) is not None:
+            text.append(f" · exit {info.exit_code}")
+        if getattr(info, "message", None):
+            text.append(f" · {info.message}", style="yellow")
+        if live.problem:
+            text.append(f" · {live.problem}", style="red")
+        line.update(text)
+        bar.update(total=live.total or None, progress=live.done)
+        for row in sorted(live.cases.values(), key=lambda r: (r.index if r.index is not None else 1 << 30, r.case_id)):
+            stats = row.record.get("stats") or {}
+            cases.add_row(
+                row.case_id,
+                Text(row.status, style={"done": "green", "error": "red"}.get(row.status, "cyan")),
+                render.micros(row.median_us),
+                str(stats.get("n", "")),
+                str(row.record.get("error_message") or "")[:60],
+            )
+        lines = list(live.log)
+        if self._log_job != live.id or len(lines) < self._log_count or len(lines) == MAX_LOG_LINES:
+            log.clear()
+            log.write_lines(lines)
+        else:
+            log.write_lines(lines[self._log_count :])
+        self._log_job, self._log_count = live.id, len(lines)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id != "jobs-table" or event.row_key is None:
+            return
+        job_id = event.row_key.value
+        if job_id and job_id != self.selected:
+            self.selected = job_id
+            self.post_message(self.Chosen(job_id))
+
+
+def _age(live: JobLive, now: float) -> str:
+    info = live.info
+    start = getattr(info, "started_at", None) or getattr(info, "created_at", None)
+    if not start:
+        return ""
+    end = getattr(info, "ended_at", None) or now
+    seconds = max(0.0, end - start)
+    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}m"

@@ -1,0 +1,160 @@
+"""Read-only panes: header, perf comparison, syntax-highlighted text (diff, hotspots), IR."""
+
+from __future__ import annotations
+
+from rich.markdown import Markdown
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import DataTable, OptionList, Static
+
+from helix_engine.workspace.models import WorkspaceSnapshot
+from helix_tui import render
+from helix_tui.views import PerfView, comparison_rows, record_rows
+
+#: Longest text a pane renders; more is cut with a note (the file opens in $EDITOR with e).
+MAX_PANE_CHARS = 400_000
+
+
+class CockpitHeader(Static):
+    """One line: operator · backend/device · phase · current round · best geomean · problems."""
+
+    DEFAULT_CSS = """
+    CockpitHeader { height: 1; background: $panel; color: $text; padding: 0 1; }
+    """
+
+    def on_mount(self) -> None:
+        self.show(None)
+
+    def show(self, snap: WorkspaceSnapshot | None, note: str = "") -> None:
+        if snap is None:
+            self.update(Text(note or "loading workspace…"))
+            return
+        text = Text(no_wrap=True, overflow="ellipsis")
+        op = snap.operator_file.stem if snap.operator_file else "no operator"
+        text.append(op, style="bold")
+        text.append(f" · {backend_device(snap)}")
+        text.append(f" · {render.phase(snap)}")
+        cur = render.current_round(snap)
+        text.append(f" · round {cur}" if cur is not None else " · no active round")
+        best = render.best_geomean(snap)
+        if snap.best_round is not None:
+            text.append(f" · best round-{snap.best_round} {render.speedup(best)}", style="bold green")
+        count = len(render.all_problems(snap))
+        if count:
+            text.append(f" · {count} problem{'s' if count != 1 else ''} (!)", style="bold red")
+        if note:
+            text.append(f" · {note}", style="yellow")
+        self.update(text)
+
+
+def backend_device(snap: WorkspaceSnapshot) -> str:
+    """Backend and device as the newest perf file recorded them (what actually ran)."""
+    views = [snap.rounds[n] for n in sorted(snap.rounds, reverse=True)]
+    records = [r for v in views for r in v.perf[:1]] + (snap.baseline.perf[:1] if snap.baseline else [])
+    for record in records:
+        if record.backend or record.device:
+            return "/".join(x for x in (record.backend, record.device) if x)
+    for record in records:
+        if record.bench_mode:
+            return record.bench_mode
+    return "no runs yet"
+
+
+class PerfPane(Vertical):
+    """Per-case comparison (virtualized DataTable) with geomean and average improvement."""
+
+    DEFAULT_CSS = """
+    PerfPane #perf-summary { height: auto; max-height: 6; padding: 0 1; }
+    PerfPane DataTable { height: 1fr; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="perf-summary")
+        yield DataTable(id="perf-table", cursor_type="row", zebra_stripes=True)
+
+    def show(self, view: PerfView, snap: WorkspaceSnapshot, metric: str) -> None:
+        summary = self.query_one("#perf-summary", Static)
+        table = self.query_one("#perf-table", DataTable)
+        table.clear(columns=True)
+        key = view.key[0]
+        if not view.comparisons:
+            if key == render.BASELINE and snap.baseline is not None:
+                table.add_columns("case", "kernel", "total-op", "method", "error")
+                table.add_rows(record_rows(snap.baseline.perf))
+                summary.update(Text(f"baseline · {len(snap.baseline.perf)} cases · metric {metric}"))
+            else:
+                summary.update(Text(view.note or "nothing to compare", style="yellow"))
+            return
+        table.add_columns("case", view.against, key.removeprefix("opt-"), "delta", "speedup ±CI95", "verdict")
+        lines = Text()
+        for c in view.comparisons:
+            if len(view.comparisons) > 1:
+                table.add_row(Text(f"── {c.metric_source or c.requested} ──", style="bold"), "", "", "", "", "")
+            for row in comparison_rows(c):
+                table.add_row(*row[:5], _verdict(row[5]))
+            lines.append(f"{c.metric_source or c.requested}: ", style="bold")
+            lines.append(f"geomean {render.speedup(c.geomean_speedup)} {render.ci(c.geomean_ci95)} ".replace("  ", " "))
+            lines.append(f"avg improvement {render.pct(c.avg_improvement_pct)}")
+            lines.append(f" · vs {view.against}")
+            if c.errors:
+                lines.append(f" · {len(c.errors)} error(s): {c.errors[0]}", style="red")
+            if c.skipped:
+                lines.append(f" · skipped {len(c.skipped)}", style="yellow")
+            if c.ci_note:
+                lines.append(f" · {c.ci_note}", style="dim")
+            lines.append("\n")
+        lines.rstrip()
+        summary.update(lines)
+
+
+def _verdict(verdict: str) -> Text:
+    return Text(verdict, style={"faster": "green", "slower": "red"}.get(verdict, "dim"))
+
+
+class TextPane(VerticalScroll):
+    """Scrollable text: a diff or code (syntax-highlighted), markdown, or a plain sentence."""
+
+    DEFAULT_CSS = """
+    TextPane { height: 1fr; }
+    TextPane > Static { width: auto; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static("", classes="body")
+
+    def show(self, text: str, lexer: str | None = None) -> None:
+        if len(text) > MAX_PANE_CHARS:
+            text = text[:MAX_PANE_CHARS] + "\n… cut (open the file with e)"
+        body = self.query_one(".body", Static)
+        self.plain = text
+        if lexer == "markdown":
+            body.update(Markdown(text))
+        elif lexer:
+            body.update(Syntax(text, lexer, theme="ansi_dark", word_wrap=False, line_numbers=False))
+        else:
+            body.update(Text(text))
+        self.scroll_home(animate=False)
+
+
+class IRPane(Horizontal):
+    """IR stages on the left, the selected stage's diff against the parent on the right."""
+
+    DEFAULT_CSS = """
+    IRPane OptionList { width: 24; }
+    IRPane TextPane { width: 1fr; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield OptionList(id="ir-stages")
+        yield TextPane(id="ir-text")
+
+    def show(self, stages: list[str], text: str, chosen: str | None) -> None:
+        options = self.query_one("#ir-stages", OptionList)
+        if [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)] != stages:
+            options.clear_options()
+            options.add_options(stages)
+        if chosen in stages:
+            options.highlighted = stages.index(chosen)
+        self.query_one("#ir-text", TextPane).show(text, "diff" if text.startswith(("---", "@@")) else None)
