@@ -2,7 +2,7 @@
 
 Each program loads a [ROWS, BLOCK_N] block of x once, keeps it in registers for the mean, the
 variance and the normalization, and loads weight and bias once for all its rows. x is read
-once instead of three times, and short rows are packed so every program handles about 4K
+once instead of three times, and short rows are packed so every program handles about 2K
 elements instead of launching one small program per row.
 """
 
@@ -42,7 +42,7 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: fl
     mean = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     rstd = torch.empty(n_rows, dtype=torch.float32, device=x.device)
     block_n = triton.next_power_of_2(n_cols)
-    rows = max(1, min(4096 // block_n, triton.next_power_of_2(n_rows)))
+    rows = max(1, min(2048 // block_n, triton.next_power_of_2(n_rows)))
     grid = (triton.cdiv(n_rows, rows),)
     layernorm_fwd_kernel[grid](x, weight, bias, y, mean, rstd, x.stride(0), n_rows, n_cols, eps,
                                ROWS=rows, BLOCK_N=block_n)
