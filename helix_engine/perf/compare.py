@@ -24,14 +24,29 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from helix_engine.console import fmt_improvement, fmt_speedup
 from helix_engine.perf import stats
 from helix_engine.perf.artifact import record_source
+from helix_engine.perf.formulas import (  # noqa: F401 - re-exported: compare.geomean_speedup etc.
+    avg_improvement_pct,
+    delta_pct,
+    format_delta,
+    format_value,
+    geomean_speedup,
+    valid_time,
+)
+from helix_engine.perf.report import (  # noqa: F401 - re-exported for callers of compare
+    MIXED_LINE,
+    comparison_to_json,
+    comparisons_passed,
+    format_ci_lines,
+    format_comparison,
+    format_comparisons,
+    metric_source_line,
+)
 from helix_engine.workspace.models import CaseDelta, Comparison, PerfRecord
 
 METRICS: tuple[str, ...] = ("auto", "kernel", "total-op")
 RECOVERABLE_ERROR_PREFIX = "no resolved kernels matched"
-MIXED_LINE = "mixed (kernel + total-op fallback)"
 #: Fewest samples per side for a per-case CI (fewer gives a falsely narrow interval).
 MIN_CI_SAMPLES = 3
 NO_SAMPLES_NOTE = "No CI available: the perf files carry no raw samples (samples_us)."
@@ -51,44 +66,6 @@ class _Entry:
     record: PerfRecord
     where: str  # "file:line"
 
-
-# ------------------------------------------------------------------------------ formulas
-
-
-def _valid(value: float) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-
-
-def avg_improvement_pct(pairs: Sequence[tuple[float, float]]) -> float | None:
-    """mean((b−c)/b)·100 over (baseline, compare) pairs; None if empty or any value ≤0/NaN."""
-    if not pairs or not all(_valid(b) and _valid(c) for b, c in pairs):
-        return None
-    improvements = [(b - c) / b for b, c in pairs]
-    return sum(improvements) / len(improvements) * 100.0
-
-
-def geomean_speedup(pairs: Sequence[tuple[float, float]]) -> float | None:
-    """exp(mean(ln(b/c))) over (baseline, compare) pairs; None if empty or any value ≤0/NaN."""
-    if not pairs or not all(_valid(b) and _valid(c) for b, c in pairs):
-        return None
-    return math.exp(sum(math.log(b / c) for b, c in pairs) / len(pairs))
-
-
-def delta_pct(baseline: float, compare: float) -> float:
-    """(c−b)/b·100: negative means faster."""
-    return (compare - baseline) / baseline * 100.0
-
-
-def format_value(value: float) -> str:
-    """Upstream value display: up to 6 decimals, trailing zeros stripped, at least ``.0``."""
-    text = f"{value:.6f}".rstrip("0").rstrip(".")
-    return text if "." in text else text + ".0"
-
-
-def format_delta(baseline: float, compare: float) -> str:
-    if baseline == 0:
-        return "0.00%" if compare == 0 else "inf"
-    return f"{delta_pct(baseline, compare):.2f}%"
 
 
 # ------------------------------------------------------------------------------- parsing
@@ -265,7 +242,7 @@ def _invalid_values(
             ("baseline", bfile, b_entries[key].value),
             ("compare", cfile, c_entries[key].value),
         ):
-            if not _valid(value):
+            if not valid_time(value):
                 rule = "must be > 0" if math.isfinite(value) else "must be a finite number > 0"
                 errors[key] = f"{file} cannot compare '{key}' because {side} timing {value} {rule}"
                 break
@@ -357,7 +334,7 @@ def compare_all(
 
 def _usable_samples(record: PerfRecord) -> list[float] | None:
     samples = record.samples_us
-    if not samples or len(samples) < MIN_CI_SAMPLES or not all(_valid(v) for v in samples):
+    if not samples or len(samples) < MIN_CI_SAMPLES or not all(valid_time(v) for v in samples):
         return None
     return list(samples)
 
@@ -385,122 +362,3 @@ def _attach_ci(comparison: Comparison, records: dict[str, tuple[PerfRecord, Perf
         return
     geo = stats.bootstrap_geomean_ci(with_samples)
     comparison.geomean_ci95 = (geo.low, geo.high)
-
-
-# ---------------------------------------------------------------------------- rendering
-
-
-def metric_source_line(comparison: Comparison) -> str:
-    source = comparison.metric_source
-    if source is None:
-        return "unknown"
-    return MIXED_LINE if source == "mixed" else source
-
-
-def format_comparison(comparison: Comparison, *, section: bool = False) -> str:
-    """The upstream compare-perf text (then our CI lines), newline-terminated.
-
-    ``section=True`` renders it as one section of ``-m all`` (header line first; a section
-    that could not be compared says ``unavailable: …``).
-    """
-    lines: list[str] = []
-    if section and comparison.requested != "all":
-        lines.append(f"Metric source section: {comparison.requested}")
-    if comparison.errors:
-        prefix = "unavailable: " if section and comparison.requested != "all" else "FAIL: "
-        lines.extend(prefix + error for error in comparison.errors)
-        return "\n".join(lines) + "\n"
-    lines.append("Perf comparison:")
-    for case in comparison.cases:
-        lines.append(
-            f"{case.latency_id}: baseline={case.baseline_display}, "
-            f"compare={case.compare_display}, "
-            f"delta={format_delta(case.baseline_us, case.compare_us)}"
-        )
-    lines.append(f"Avg improvement: {fmt_improvement(comparison.avg_improvement_pct)}")
-    lines.append(f"Geomean speedup: {fmt_speedup(comparison.geomean_speedup)}")
-    lines.append(f"Metric source: {metric_source_line(comparison)}")
-    if comparison.skipped:
-        lines.append(
-            f"FAIL: skipped {len(comparison.skipped)} latency entries due to latency errors"
-        )
-        lines.extend(comparison.skipped)
-    else:
-        lines.append(f"PASS: compared {len(comparison.cases)} latency entries")
-    lines.extend(format_ci_lines(comparison))
-    return "\n".join(lines) + "\n"
-
-
-def format_ci_lines(comparison: Comparison) -> list[str]:
-    """Our confidence lines (each ≤ 80 columns unless an id alone is longer)."""
-    if comparison.errors or not comparison.cases:
-        return []
-    rows = [case for case in comparison.cases if case.ci95 is not None]
-    lines: list[str] = []
-    if rows:
-        lines.append("Speedup 95% CI (bootstrap, ratio of medians):")
-        for case in rows:
-            assert case.ci95 is not None and case.ci_point is not None
-            low, high = case.ci95
-            detail = f"{case.ci_point:.3f}x [{low:.3f}x, {high:.3f}x] {case.verdict}"
-            line = f"  {case.latency_id}: {detail}"
-            if len(line) > 80:
-                lines.extend([f"  {case.latency_id}:", f"    {detail}"])
-            else:
-                lines.append(line)
-    if comparison.geomean_ci95 is not None:
-        low, high = comparison.geomean_ci95
-        lines.append(f"Geomean speedup 95% CI: [{low:.3f}x, {high:.3f}x]")
-    if comparison.ci_note:
-        lines.append(comparison.ci_note)
-    return lines
-
-
-def format_comparisons(comparisons: Sequence[Comparison]) -> str:
-    """One comparison as is; ``-m all`` results as sections (or the one pre-check FAIL)."""
-    sections = len(comparisons) > 1
-    return "".join(format_comparison(c, section=sections) for c in comparisons)
-
-
-def comparisons_passed(comparisons: Sequence[Comparison]) -> bool:
-    """rc 0 only if every comparison (every section of ``-m all``) passed."""
-    return bool(comparisons) and all(c.passed for c in comparisons)
-
-
-def comparison_to_json(comparison: Comparison) -> dict[str, object]:
-    """The ``--json`` form of one comparison (ours; upstream has no JSON for compare-perf)."""
-    return {
-        "requested": comparison.requested,
-        "metric_source": comparison.metric_source,
-        "metric_source_line": metric_source_line(comparison),
-        "passed": comparison.passed,
-        "avg_improvement": comparison.avg_improvement_pct,
-        "geomean_speedup": comparison.geomean_speedup,
-        "mean_latency_us": comparison.mean_latency_us,
-        "cases": [
-            {
-                "latency_id": case.latency_id,
-                "baseline_us": case.baseline_us,
-                "compare_us": case.compare_us,
-                "baseline_display": case.baseline_display,
-                "compare_display": case.compare_display,
-                "metric": case.metric,
-                "delta_pct": case.delta_pct,
-                "speedup": case.speedup,
-                "ci95": list(case.ci95) if case.ci95 else None,
-                "ci_point": case.ci_point,
-                "verdict": case.verdict,
-            }
-            for case in comparison.cases
-        ],
-        "errors": list(comparison.errors),
-        "skipped": list(comparison.skipped),
-        "ci": {
-            "available": any(case.ci95 is not None for case in comparison.cases),
-            "method": "percentile bootstrap of median(b)/median(c)",
-            "confidence": stats.DEFAULT_CONFIDENCE,
-            "resamples": stats.DEFAULT_RESAMPLES,
-            "geomean_ci95": list(comparison.geomean_ci95) if comparison.geomean_ci95 else None,
-            "note": comparison.ci_note,
-        },
-    }

@@ -1,0 +1,46 @@
+"""The compare-perf formulas and value display, one implementation of each (upstream rounding).
+
+Every part of helix that prints a speedup or an improvement uses these: compare-perf,
+status, the ledger writer, the cockpit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def valid_time(value: float) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def avg_improvement_pct(pairs: Sequence[tuple[float, float]]) -> float | None:
+    """mean((b−c)/b)·100 over (baseline, compare) pairs; None if empty or any value ≤0/NaN."""
+    if not pairs or not all(valid_time(b) and valid_time(c) for b, c in pairs):
+        return None
+    improvements = [(b - c) / b for b, c in pairs]
+    return sum(improvements) / len(improvements) * 100.0
+
+
+def geomean_speedup(pairs: Sequence[tuple[float, float]]) -> float | None:
+    """exp(mean(ln(b/c))) over (baseline, compare) pairs; None if empty or any value ≤0/NaN."""
+    if not pairs or not all(valid_time(b) and valid_time(c) for b, c in pairs):
+        return None
+    return math.exp(sum(math.log(b / c) for b, c in pairs) / len(pairs))
+
+
+def delta_pct(baseline: float, compare: float) -> float:
+    """(c−b)/b·100: negative means faster."""
+    return (compare - baseline) / baseline * 100.0
+
+
+def format_value(value: float) -> str:
+    """Upstream value display: up to 6 decimals, trailing zeros stripped, at least ``.0``."""
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text if "." in text else text + ".0"
+
+
+def format_delta(baseline: float, compare: float) -> str:
+    if baseline == 0:
+        return "0.00%" if compare == 0 else "inf"
+    return f"{delta_pct(baseline, compare):.2f}%"
