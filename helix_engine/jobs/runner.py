@@ -375,6 +375,11 @@ def _supervise(
         procs.terminate_group(pgid, min(grace_s, 1.0))
     procs.reap_group_zombies(pgid)
     tee.join(timeout=5)
+    if outcome is None and rc != 0 and cancel_requested(folder):
+        # another process (cancel_job) signalled the group before this loop saw the marker
+        how = _signal_text(rc).split(":")[0] if rc < 0 else f"exited with code {rc}"
+        outcome = ("cancelled", "cancelled on request; the process group got SIGTERM (then SIGKILL "
+                   f"if it outlived the grace period); the child {how}")
     if outcome is not None:
         return finish(outcome[0], outcome[1], rc)
     if rc == 0:
