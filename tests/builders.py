@@ -441,6 +441,8 @@ def pairs(baseline: Cases, candidate: Cases, metric: str = "kernel") -> list[tup
     """(b, c) per case, in sorted latency-id order, for the given metric (kernel|total-op)."""
     out = []
     for label in sorted(baseline, key=lambda lab: f"latency-{lab}"):
+        if label not in candidate:
+            continue
         b, c = _value(baseline[label], metric), _value(candidate[label], metric)
         if b is not None and c is not None and b > 0 and c > 0:
             out.append((b, c))

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from helix_engine.workspace.files import read_text_checked
-from helix_engine.workspace.models import Problem
+from helix_engine.workspace.files import MAX_TEXT_BYTES, read_text_checked
+from helix_engine.workspace.models import PerfRecord, Problem
 
 #: JSON state files are a few hundred bytes; anything over this is not a state file.
 MAX_JSON_BYTES = 1024 * 1024
@@ -31,10 +31,29 @@ def shown(path: Path, workspace: Path) -> str:
         return str(path)
 
 
+def read_text_safe(path: Path, workspace: Path, *,
+                   max_bytes: int = MAX_TEXT_BYTES) -> tuple[str | None, Problem | None]:
+    """`files.read_text_checked`, plus symlink loops (which make ``resolve`` raise) as a Problem."""
+    try:
+        return read_text_checked(path, workspace, max_bytes=max_bytes)
+    except (RuntimeError, OSError, ValueError) as exc:
+        return None, Problem(shown(path, workspace), f"cannot be read ({exc}); replace it with a regular file")
+
+
+def read_perf_safe(path: Path, workspace: Path) -> tuple[list[PerfRecord], list[Problem]]:
+    """`perf.artifact.read_perf`, plus symlink loops as a Problem instead of an exception."""
+    from helix_engine.perf.artifact import read_perf
+
+    try:
+        return read_perf(path, workspace)
+    except (RuntimeError, OSError, ValueError) as exc:
+        return [], [Problem(shown(path, workspace), f"cannot be read ({exc}); replace it with a regular file")]
+
+
 def read_json_object(path: Path, workspace: Path, *, what: str, fix: str,
                      max_bytes: int = MAX_JSON_BYTES) -> tuple[dict[str, Any] | None, list[Problem]]:
     """Read a JSON object file. ``what`` names it in messages; ``fix`` says how to repair it."""
-    text, problem = read_text_checked(path, workspace, max_bytes=max_bytes)
+    text, problem = read_text_safe(path, workspace, max_bytes=max_bytes)
     if problem is not None:
         return None, [Problem(problem.file, f"{problem.message} ({what}); {fix}", problem.line, problem.severity)]
     assert text is not None

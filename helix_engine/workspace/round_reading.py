@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helix_engine.perf.artifact import read_perf
 from helix_engine.workspace import layout, status_rules
 from helix_engine.workspace.files import PathOutsideWorkspace, resolve_inside
 from helix_engine.workspace.models import (
@@ -29,6 +28,7 @@ from helix_engine.workspace.reading import (
     list_dir,
     load_model,
     read_json_object,
+    read_perf_safe,
     shown,
 )
 
@@ -139,7 +139,7 @@ def load_baseline(root: Path, stem: str | None,
         if stem is not None and exists_file(bdir / f"{stem}.py"):
             view.operator_file = bdir / f"{stem}.py"
     if view.perf_file is not None:
-        view.perf, found = read_perf(view.perf_file, root)
+        view.perf, found = read_perf_safe(view.perf_file, root)
         problems += found
         if not view.perf:
             warnings.append(f"cannot parse baseline perf file {shown(view.perf_file, root)}")
@@ -218,7 +218,7 @@ def load_round(root: Path, n: int, rdir: Path, stem: str | None) -> LoadedRound:
         view.perf_file = _round_perf_lookup(rdir, stem)
         perf_ok = view.perf_file is not None or (state is not None and state.benchmark_status != "passed")
     if view.perf_file is not None:
-        view.perf, found = read_perf(view.perf_file, root)
+        view.perf, found = read_perf_safe(view.perf_file, root)
         out.problems += found
     if state is not None and state.comparison_target_path:
         target, problem = resolve_declared(root, rdir, state.comparison_target_path, state_file,

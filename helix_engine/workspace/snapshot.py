@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from helix_engine.workspace import layout, status_rules
-from helix_engine.workspace.files import read_text_checked
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
-from helix_engine.workspace.reading import exists_dir, exists_file, list_dir, shown
+from helix_engine.workspace.reading import exists_dir, exists_file, list_dir, read_text_safe, shown
 from helix_engine.workspace.round_reading import (
     STATE_MISSING,
     load_baseline,
@@ -85,7 +84,7 @@ def _set_opt_note(snap: WorkspaceSnapshot) -> None:
     snap.extra["opt_note_problems"] = []
     if not exists_file(path) and not path.is_symlink():
         return
-    text, problem = read_text_checked(path, snap.root)
+    text, problem = read_text_safe(path, snap.root)
     if problem is not None:
         snap.extra["opt_note_problems"] = [Problem(problem.file, f"{problem.message}; the logged best "
                                                    "round cannot be read until it is fixed", problem.line)]
@@ -143,8 +142,9 @@ def reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsho
     new.extra["internal_problems"] = internal
     parts: set[str] = set()
     rounds_to_read: set[int] = set()
-    perf_owner = {v.perf_file.resolve(): n for n, v in snap.rounds.items() if v.perf_file is not None}
-    baseline_perf = snap.baseline.perf_file.resolve() if snap.baseline and snap.baseline.perf_file else None
+    perf_owner = {_safe_resolve(v.perf_file): n for n, v in snap.rounds.items() if v.perf_file is not None}
+    perf_owner.pop(None, None)
+    baseline_perf = _safe_resolve(snap.baseline.perf_file) if snap.baseline and snap.baseline.perf_file else None
     for raw in changed:
         rel = _relative(root, Path(raw))
         if rel is None:
