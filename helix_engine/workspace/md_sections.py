@@ -23,6 +23,16 @@ _HEADING_RE = re.compile(r"^#{1,2}(?!#)\s*\S")
 _ROUND_RE = re.compile(r"^##\s+Round\s+([0-9]+)\s*$", re.IGNORECASE)
 _OVERALL_RE = re.compile(r"^##\s+Overall\s+Summary\s*$", re.IGNORECASE)
 _FENCE_RE = re.compile(r"^\s*(```|~~~)")
+
+
+def fenced_lines(lines: list[str]) -> set[int]:
+    """Indexes of lines inside closed code fences (fence lines included). An opening fence that
+    is never closed fences nothing, so a stray ``` cannot hide the rest of the file."""
+    marks = [i for i, line in enumerate(lines) if _FENCE_RE.match(line)]
+    inside: set[int] = set()
+    for start, end in zip(marks[0::2], marks[1::2]):
+        inside.update(range(start, end + 1))
+    return inside
 _POINT_RE = re.compile(r"^\s+\S|^\s*(?:[-*+]|[0-9]+[.)])\s+\S")
 _POINT_TEXT_RE = re.compile(r"^\s*(?:[-*+]|[0-9]+[.)])?\s*(.*?)\s*$")
 
@@ -72,13 +82,10 @@ class Section:
         regex = _ROUND_FIELD_RE if self.kind == "round" else _SUMMARY_FIELD_RE
         names = ROUND_FIELDS if self.kind == "round" else SUMMARY_FIELDS
         found: dict[str, int] = {}
-        in_fence = False
+        fenced = fenced_lines(self.lines)
         for index, line in enumerate(self.lines[1:], start=1):
             body, _ = _split_eol(line)
-            if _FENCE_RE.match(body):
-                in_fence = not in_fence
-                continue
-            if in_fence:
+            if index in fenced:
                 continue
             match = regex.match(body)
             if match:
@@ -171,12 +178,10 @@ def split_sections(text: str) -> list[Section]:
     """Split markdown into sections at level-1/2 headings that are not inside a code fence."""
     lines = text.splitlines(keepends=True)
     sections: list[Section] = [Section(kind="preamble", lines=[], start_line=1)]
-    in_fence = False
+    fenced = fenced_lines(lines)
     for number, line in enumerate(lines, start=1):
         body = _split_eol(line)[0]
-        if _FENCE_RE.match(body):
-            in_fence = not in_fence
-        elif not in_fence and _HEADING_RE.match(body):
+        if number - 1 not in fenced and _HEADING_RE.match(body):
             round_match = _ROUND_RE.match(body)
             if round_match:
                 sections.append(Section("round", [], number, int(round_match.group(1))))
