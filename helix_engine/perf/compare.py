@@ -50,6 +50,9 @@ RECOVERABLE_ERROR_PREFIX = "no resolved kernels matched"
 #: Fewest samples per side for a per-case CI (fewer gives a falsely narrow interval).
 MIN_CI_SAMPLES = 3
 NO_SAMPLES_NOTE = "No CI available: the perf files carry no raw samples (samples_us)."
+UNUSABLE_SAMPLES_NOTE = (
+    "No CI available: too few raw samples, or samples of another metric."
+)
 _CASE_ALIAS = re.compile(r"^latency-case-(\d+)$")
 
 
@@ -332,18 +335,30 @@ def compare_all(
     ]
 
 
-def _usable_samples(record: PerfRecord) -> list[float] | None:
+def _usable_samples(record: PerfRecord, metric: str) -> list[float] | None:
+    """The record's samples when they measure ``metric`` (kernel | total-op), else None.
+
+    Writers keep samples of the record's own metric: the kernel sum when kernels matched,
+    otherwise total-op. They measure the other metric too only when both averages agree
+    (perf-counter timing, where total-op = kernel).
+    """
     samples = record.samples_us
     if not samples or len(samples) < MIN_CI_SAMPLES or not all(valid_time(v) for v in samples):
+        return None
+    kernel, total = record.kernel_avg_time_us, record.total_op_avg_time_us
+    own = "kernel" if kernel is not None else "total-op"
+    if own != metric and not (kernel is not None and kernel == total):
         return None
     return list(samples)
 
 
 def _attach_ci(comparison: Comparison, records: dict[str, tuple[PerfRecord, PerfRecord]]) -> None:
     with_samples: list[tuple[list[float], list[float]]] = []
+    any_samples = False
     for case in comparison.cases:
         b_rec, c_rec = records[case.latency_id]
-        b, c = _usable_samples(b_rec), _usable_samples(c_rec)
+        any_samples = any_samples or bool(b_rec.samples_us and c_rec.samples_us)
+        b, c = _usable_samples(b_rec, case.metric), _usable_samples(c_rec, case.metric)
         if b is None or c is None:
             continue
         ci = stats.bootstrap_speedup_ci(b, c)
@@ -352,12 +367,12 @@ def _attach_ci(comparison: Comparison, records: dict[str, tuple[PerfRecord, Perf
     if not comparison.cases:
         return
     if not with_samples:
-        comparison.ci_note = NO_SAMPLES_NOTE
+        comparison.ci_note = UNUSABLE_SAMPLES_NOTE if any_samples else NO_SAMPLES_NOTE
         return
     if len(with_samples) < len(comparison.cases):
         missing = len(comparison.cases) - len(with_samples)
         comparison.ci_note = (
-            f"No geomean CI: {missing} of {len(comparison.cases)} cases lack raw samples."
+            f"No geomean CI: {missing} of {len(comparison.cases)} cases lack usable samples."
         )
         return
     geo = stats.bootstrap_geomean_ci(with_samples)

@@ -7,7 +7,12 @@ import math
 import pytest
 
 from helix_engine.perf import stats
-from helix_engine.perf.compare import NO_SAMPLES_NOTE, compare_records, format_comparison
+from helix_engine.perf.compare import (
+    NO_SAMPLES_NOTE,
+    UNUSABLE_SAMPLES_NOTE,
+    compare_records,
+    format_comparison,
+)
 from helix_engine.workspace.models import PerfRecord
 
 
@@ -143,7 +148,7 @@ def test_no_samples_on_one_side_means_no_ci() -> None:
 
 def test_too_few_samples_give_no_ci() -> None:
     result = compare_records([case("a", [10.0, 10.0])], [case("a", [5.0, 5.0])])
-    assert result.cases[0].ci95 is None and result.ci_note == NO_SAMPLES_NOTE
+    assert result.cases[0].ci95 is None and result.ci_note == UNUSABLE_SAMPLES_NOTE
 
 
 def test_some_cases_without_samples_get_no_geomean_ci() -> None:
@@ -152,7 +157,7 @@ def test_some_cases_without_samples_get_no_geomean_ci() -> None:
     result = compare_records(base, comp)
     assert result.cases[0].verdict == "faster" and result.cases[1].verdict is None
     assert result.geomean_ci95 is None
-    assert result.ci_note == "No geomean CI: 1 of 2 cases lack raw samples."
+    assert result.ci_note == "No geomean CI: 1 of 2 cases lack usable samples."
 
 
 def test_with_ci_false_skips_the_bootstrap() -> None:
@@ -183,3 +188,39 @@ def test_order_statistic_bootstrap_matches_resampling(n: int) -> None:
     cdf_fast = np.searchsorted(np.sort(fast), grid, side="right") / fast.size
     cdf_slow = np.searchsorted(np.sort(slow), grid, side="right") / slow.size
     assert float(np.max(np.abs(cdf_fast - cdf_slow))) < 0.02
+
+
+def _split(label: str, kernel_samples: list[float], total_extra: float) -> PerfRecord:
+    """A profiler-style record: samples are the kernel sum; total-op adds another op."""
+    kernel = sum(kernel_samples) / len(kernel_samples)
+    return PerfRecord(case_label=label, kernel_avg_time_us=kernel,
+                      total_op_avg_time_us=kernel + total_extra, bench_mode="torch-npu-profiler",
+                      samples_us=kernel_samples)
+
+
+def test_kernel_samples_are_not_used_for_a_total_op_comparison() -> None:
+    base, comp = [_split("a", noisy(10.0), 5.0)], [_split("a", noisy(5.0), 5.0)]
+    kernel = compare_records(base, comp, metric="kernel")
+    assert kernel.cases[0].verdict == "faster"
+    total = compare_records(base, comp, metric="total-op")
+    assert total.cases[0].ci95 is None and total.ci_note == UNUSABLE_SAMPLES_NOTE
+
+
+def test_samples_measure_both_metrics_when_kernel_equals_total_op() -> None:
+    # perf-counter style: total_op = kernel, so the samples time both views
+    result = compare_records([case("a", noisy(10.0))], [case("a", noisy(5.0))], metric="total-op")
+    assert result.cases[0].verdict == "faster"
+
+
+def test_fallback_case_uses_total_op_samples_only_when_both_sides_have_them() -> None:
+    err = "no resolved kernels matched profiler kernel view"
+    total_only = PerfRecord(case_label="a", kernel_avg_time_us=None, total_op_avg_time_us=8.0,
+                            error_message=err, bench_mode="torch-npu-profiler", samples_us=noisy(8.0))
+    # auto: the compare side has no kernel time, so both sides are read as total-op; the
+    # baseline's samples are kernel samples (kernel 10 ≠ total 15), so there is no CI
+    result = compare_records([_split("a", noisy(10.0), 5.0)], [total_only])
+    assert result.cases[0].metric == "total-op" and result.cases[0].ci95 is None
+    both = PerfRecord(case_label="a", kernel_avg_time_us=None, total_op_avg_time_us=16.0,
+                      error_message=err, bench_mode="torch-npu-profiler", samples_us=noisy(16.0))
+    result = compare_records([both], [total_only])
+    assert result.cases[0].verdict == "faster" and result.cases[0].ci_point == 2.0
