@@ -19,7 +19,7 @@ def register(sub: Any) -> None:
         "compare-perf",
         help="compare two perf files (upstream compare-perf, plus confidence intervals)",
         description="Compare a candidate perf file with a baseline perf file: per-case delta, "
-        "Avg improvement, Geomean speedup, and bootstrap 95%% CIs when both files carry raw "
+        "Avg improvement, Geomean speedup, and bootstrap 95% CIs when both files carry raw "
         "samples. Exit 0 on PASS, 1 otherwise.",
     )
     parser.add_argument("--baseline", required=True, type=Path, help="baseline *_perf.txt")
