@@ -1,0 +1,321 @@
+"""``helix probe-bench``: a fast, non-authoritative screen of candidate vs baseline.
+
+Upstream caps (warmup ≤1, repeats ≤3, applied in the profiler modes), classifier and
+thresholds (spec §5), and the baseline probe cache under ``.helix/`` guarded by an O_EXCL
+lock. ``adaptive=True`` keeps sampling in batches until three consecutive batches give the
+same verdict (or the budget ends) and reports the time to verdict.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine.console import fmt_improvement, fmt_speedup
+from helix_engine.errors import HelixError
+from helix_engine.eval.bench import collect_records, write_records
+from helix_engine.eval.jobrun import bench_mode_for, check_file, resolve_backend
+from helix_engine.eval.loader import find_bench_file
+from helix_engine.workspace import layout
+from helix_engine.workspace.files import atomic_write_json
+
+PROBE_WARMUP, PROBE_REPEATS = 1, 3
+CAPPED_MODES = ("torch-npu-profiler", "torch-profiler")
+LOCK_RETRY_S, LOCK_RETRIES, LOCK_STALE_S = 1.0, 1800, 1800.0
+STABLE_BATCHES = 3
+SUMMARIES = {
+    "likely_gain": "The probe points to a likely gain. It is advisory only: run the canonical "
+    "run-bench and compare-perf before any official claim.",
+    "likely_regression": "The probe points to a likely regression. It is advisory only: revisit the "
+    "change, and run the canonical run-bench before any official claim.",
+    "inconclusive": "The probe is inconclusive. It is advisory only: run the canonical run-bench "
+    "before any official claim.",
+}
+
+
+@dataclass
+class Classification:
+    label: str
+    geomean: float | None
+    avg_improvement_pct: float | None
+    improved: int
+    regressed: int
+    min_speedup: float | None
+
+
+def classify(speedups: list[float]) -> Classification:
+    """Spec §5: gain needs geomean ≥1.10, improved > regressed and min ≥0.92; regression is
+    geomean ≤0.95 or min ≤0.85; everything else (and no cases) is inconclusive."""
+    s = [v for v in speedups if v > 0 and math.isfinite(v)]
+    if not s:
+        return Classification("inconclusive", None, None, 0, 0, None)
+    geomean = math.exp(sum(math.log(v) for v in s) / len(s))
+    improved = sum(1 for v in s if v > 1.01)
+    regressed = sum(1 for v in s if v < 0.99)
+    low = min(s)
+    avg = sum(v - 1 for v in s) / len(s) * 100
+    if geomean >= 1.10 and improved > regressed and low >= 0.92:
+        label = "likely_gain"
+    elif geomean <= 0.95 or low <= 0.85:
+        label = "likely_regression"
+    else:
+        label = "inconclusive"
+    return Classification(label, geomean, avg, improved, regressed, low)
+
+
+@dataclass
+class ProbeOutcome:
+    exit_code: int
+    classification: str | None
+    metric_source: str | None
+    geomean_speedup: float | None = None
+    avg_improvement_pct: float | None = None
+    improved: int = 0
+    regressed: int = 0
+    cache: str | None = None
+    cache_miss_reason: str | None = None
+    baseline_probe_perf: str | None = None
+    candidate_probe_perf: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    batches: list[dict[str, Any]] = field(default_factory=list)
+    time_to_verdict_s: float | None = None
+    verdict_first_seen_s: float | None = None
+    elapsed_s: float | None = None
+    stable: bool | None = None
+    message: str | None = None
+    text: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "text"}
+
+
+def _sha(path: Path | None) -> str | None:
+    if path is None or not path.is_file():
+        return None
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def cache_key(baseline_op: Path, bench: Path, mode: str, backend: str, devices: list[str] | None) -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "measurement_profile": "probe",
+        "probe_contract": {"name": "fast-probe", "warmup": PROBE_WARMUP, "repeats": PROBE_REPEATS},
+        "baseline_operator_sha256": _sha(baseline_op),
+        "bench_file_sha256": _sha(bench),
+        "bench_fingerprint_sha256": _sha(bench.with_suffix(".json")),
+        "bench_mode": mode,
+        "backend": backend,
+        "remote": None,
+        "remote_workdir": None,
+        "npu_devices": devices,
+    }
+
+
+@contextlib.contextmanager
+def probe_lock(path: Path) -> Iterator[None]:
+    """O_EXCL lock file; retried every LOCK_RETRY_S up to LOCK_RETRIES; stale after LOCK_STALE_S."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(LOCK_RETRIES + 1):
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            with contextlib.suppress(OSError):
+                if time.time() - path.stat().st_mtime > LOCK_STALE_S:
+                    path.unlink()
+                    continue
+            time.sleep(LOCK_RETRY_S)
+            continue
+        try:
+            os.write(fd, json.dumps({"pid": os.getpid(), "ts": time.time()}).encode())
+        finally:
+            os.close(fd)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        return
+    raise HelixError(f"the probe cache lock {path} stayed busy; another probe-bench is running. Wait for it, "
+                     "or delete the lock file if no probe is running")
+
+
+def _miss_reason(meta_path: Path, perf_path: Path, key: dict[str, Any]) -> str | None:
+    if not meta_path.is_file() or not perf_path.is_file():
+        return "no cached baseline probe"
+    try:
+        old = json.loads(meta_path.read_text(encoding="utf-8")).get("key", {})
+    except (OSError, ValueError, AttributeError):
+        return "the cache sidecar is unreadable"
+    changed = sorted(k for k in set(old) | set(key) if old.get(k) != key.get(k))
+    return f"key changed: {', '.join(changed)}" if changed else None
+
+
+def _speedups(baseline: Path, candidate: Path, metric: str) -> tuple[list[float], str | None, list[str]]:
+    from helix_engine.perf.artifact import read_perf
+    from helix_engine.perf.compare import compare_records
+
+    b, _ = read_perf(baseline)
+    c, _ = read_perf(candidate)
+    comp = compare_records(b, c, metric, False, False, baseline_name=str(baseline), compare_name=str(candidate))
+    return [case.speedup for case in comp.cases], comp.metric_source, list(comp.errors)
+
+
+def _render(out: ProbeOutcome, verbose: bool) -> str:
+    lines = []
+    if out.classification is None:
+        lines.append(f"FAIL: {out.message}")
+    else:
+        lines += [
+            f"Probe classification: {out.classification}",
+            f"Metric source: {out.metric_source}",
+            f"Advisory geomean speedup: {fmt_speedup(out.geomean_speedup)}",
+            f"Advisory avg improvement: {fmt_improvement(out.avg_improvement_pct)}",
+            f"Advisory improved cases: {out.improved}",
+            f"Advisory regressed cases: {out.regressed}",
+            f"Summary: {SUMMARIES[out.classification]}",
+        ]
+        if out.batches:
+            state = "stable" if out.stable else "not stable (budget ended)"
+            lines.append(f"Adaptive: {len(out.batches)} batch(es), verdict {state}; first seen after "
+                         f"{out.verdict_first_seen_s:.1f} s")
+            lines.append(f"Time to verdict: {out.time_to_verdict_s:.1f} s")
+    if verbose:
+        if out.cache:
+            lines.append(f"Baseline cache: {out.cache}")
+        if out.cache_miss_reason:
+            lines.append(f"Cache miss reason: {out.cache_miss_reason}")
+        if out.baseline_probe_perf:
+            lines.append(f"Baseline probe perf: {out.baseline_probe_perf}")
+        if out.candidate_probe_perf:
+            lines.append(f"Candidate probe perf: {out.candidate_probe_perf}")
+    if out.warnings:
+        lines.append("Warnings:")
+        lines += [f"  - {w}" for w in out.warnings]
+    return "\n".join(lines)
+
+
+def probe_bench(
+    operator_file: Path | str, baseline_operator_file: Path | str, *, bench_file: Path | str | None = None,
+    bench_mode: str | None = None, metric_source: str = "auto", backend: str | None = None,
+    devices: list[str] | None = None, adaptive: bool = False, budget_s: float = 120.0, verbose: bool = False,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+) -> ProbeOutcome:
+    if metric_source not in ("auto", "kernel", "total-op"):
+        raise HelixError(f"probe-bench takes --metric-source auto, kernel or total-op, not {metric_source!r}")
+    op = check_file(operator_file, "operator file", "--operator-file")
+    base_op = check_file(baseline_operator_file, "baseline operator", "--baseline-operator-file")
+    bench = check_file(bench_file, "bench file", "--bench-file") if bench_file else find_bench_file(op)
+    be = resolve_backend(backend)
+    mode = bench_mode_for(be, bench_mode)
+    ws = layout.workspace_of(op)
+    warnings: list[str] = []
+    caps: dict[str, int | None] = {}
+    if mode in CAPPED_MODES or adaptive:
+        caps = {"warmup_cap": PROBE_WARMUP, "repeats_cap": PROBE_REPEATS}
+    else:
+        warnings.append(f"probe caps (warmup ≤{PROBE_WARMUP}, repeats ≤{PROBE_REPEATS}) apply only in "
+                        f"{' and '.join(CAPPED_MODES)}; {mode} ran canonically")
+    if adaptive:
+        return _adaptive(op, base_op, bench, mode, be, ws, devices, caps, metric_source, budget_s,
+                         warnings, verbose, on_event)
+    helix = ws / layout.HELIX_DIR
+    perf_path, meta_path = helix / "baseline_probe_perf.txt", helix / "baseline_probe_perf.meta.json"
+    key = cache_key(base_op, bench, mode, be.name, devices)
+    out = ProbeOutcome(0, None, None, warnings=warnings, baseline_probe_perf=str(perf_path))
+    with probe_lock(helix / "baseline_probe_perf.lock"):
+        reason = _miss_reason(meta_path, perf_path, key)
+        out.cache, out.cache_miss_reason = ("miss", reason) if reason else ("hit", None)
+        if reason:
+            base_run = collect_records(base_op, bench, mode, be, layout.workspace_of(base_op), devices=devices,
+                                       caps=caps, on_event=on_event)
+            if base_run.fatal:
+                return _fail(out, f"the baseline probe did not run: {base_run.fatal}", verbose)
+            write_records(perf_path, base_run.records)
+            atomic_write_json(meta_path, {"key": key, "created_at": time.time()})
+    run = collect_records(op, bench, mode, be, ws, devices=devices, caps=caps, on_event=on_event)
+    if run.fatal:
+        return _fail(out, f"the candidate probe did not run: {run.fatal}", verbose)
+    cand_path = helix / f"candidate_probe_perf.{os.getpid()}.{secrets.token_hex(3)}.txt"
+    write_records(cand_path, run.records)
+    out.candidate_probe_perf = str(cand_path)
+    speedups, source, errors = _speedups(perf_path, cand_path, metric_source)
+    if errors:
+        return _fail(out, errors[0], verbose)
+    _fill(out, classify(speedups), source)
+    out.text = _render(out, verbose)
+    return out
+
+
+def _fill(out: ProbeOutcome, cls: Classification, source: str | None) -> None:
+    out.classification, out.metric_source = cls.label, source or "unknown"
+    out.geomean_speedup, out.avg_improvement_pct = cls.geomean, cls.avg_improvement_pct
+    out.improved, out.regressed = cls.improved, cls.regressed
+
+
+def _fail(out: ProbeOutcome, message: str, verbose: bool) -> ProbeOutcome:
+    out.exit_code, out.message = 1, message
+    out.text = _render(out, verbose)
+    return out
+
+
+def _median(values: list[float]) -> float:
+    v = sorted(values)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def _adaptive(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path, devices: list[str] | None,
+              caps: dict[str, int | None], metric: str, budget_s: float, warnings: list[str], verbose: bool,
+              on_event: Callable[[dict[str, Any]], None] | None) -> ProbeOutcome:
+    """Batches of (baseline, candidate) runs, alternating order; per-case medians of all samples."""
+    out = ProbeOutcome(0, None, None, warnings=warnings)
+    samples: dict[str, dict[str, list[float]]] = {"b": {}, "c": {}}
+    verdicts: list[str] = []
+    sources: set[str] = set()
+    start = time.monotonic()
+    out.stable = False
+    while True:
+        order = [("b", base_op), ("c", op)] if len(verdicts) % 2 == 0 else [("c", op), ("b", base_op)]
+        for side, path in order:
+            run = collect_records(path, bench, mode, be, layout.workspace_of(path), devices=devices, caps=caps,
+                                  on_event=on_event)
+            if run.fatal:
+                return _fail(out, f"the {'baseline' if side == 'b' else 'candidate'} probe did not run: {run.fatal}", verbose)
+            for rec in run.records:
+                if rec.get("error_message") and not str(rec["error_message"]).startswith("no resolved kernels"):
+                    return _fail(out, f"latency-{rec['case_label']}: {rec['error_message']}", verbose)
+                samples[side].setdefault(rec["case_label"], []).extend(rec.get("samples_us") or [])
+                sources.add("kernel" if rec.get("kernel_avg_time_us") is not None else "total-op")
+        ids = [c for c in samples["b"] if samples["b"][c] and samples["c"].get(c)]
+        speedups = [_median(samples["b"][c]) / _median(samples["c"][c]) for c in ids]
+        cls = classify(speedups)
+        verdicts.append(cls.label)
+        elapsed = time.monotonic() - start
+        out.batches.append({"batch": len(verdicts), "verdict": cls.label, "geomean": cls.geomean,
+                            "elapsed_s": round(elapsed, 3)})
+        _fill(out, cls, sources.pop() if len(sources) == 1 else "mixed")
+        if len(verdicts) >= STABLE_BATCHES and len(set(verdicts[-STABLE_BATCHES:])) == 1:
+            out.stable = True
+            break
+        if elapsed >= budget_s:
+            warnings.append(f"the {budget_s:g} s budget ended before {STABLE_BATCHES} consecutive batches agreed")
+            break
+    out.elapsed_s = time.monotonic() - start
+    # time to verdict = until the verdict was confirmed stable (what a user waits); also when
+    # the final verdict first appeared and then never changed
+    first = len(verdicts) - 1
+    while first > 0 and verdicts[first - 1] == verdicts[-1]:
+        first -= 1
+    out.verdict_first_seen_s = out.batches[first]["elapsed_s"]
+    out.time_to_verdict_s = out.batches[-1]["elapsed_s"]
+    out.text = _render(out, verbose)
+    return out
