@@ -1,0 +1,163 @@
+"""reload(): re-read only what changed, and end up where a full load would."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helix_engine.workspace import reading
+from helix_engine.workspace.snapshot import load_workspace, reload
+from tests.builders import (
+    RoundSpec,
+    build_workspace,
+    opt_note_text,
+    NoteRound,
+    write_opt_note,
+    write_perf,
+    write_round,
+    write_workflow_state,
+    workflow_state,
+)
+
+BASE = {"a": 10.0, "b": 20.0}
+
+
+@pytest.fixture()
+def perf_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every perf file the snapshot reads, in order."""
+    seen: list[Path] = []
+    original = reading.read_perf_safe
+
+    def spy(path: Path, workspace: Path):  # noqa: ANN202
+        seen.append(Path(path))
+        return original(path, workspace)
+
+    monkeypatch.setattr("helix_engine.workspace.round_reading.read_perf_safe", spy)
+    return seen
+
+
+def _same(a, b) -> None:  # noqa: ANN001
+    """The parts of two snapshots the UI shows are equal."""
+    assert a.best_round == b.best_round
+    assert a.logged_best == b.logged_best
+    assert sorted(a.rounds) == sorted(b.rounds)
+    for n in a.rounds:
+        ca, cb = a.rounds[n].comparison, b.rounds[n].comparison
+        assert (ca.geomean_speedup if ca else None) == (cb.geomean_speedup if cb else None)
+        assert a.rounds[n].parent == b.rounds[n].parent
+        assert a.rounds[n].completed == b.rounds[n].completed
+    assert sorted(map(str, a.problems)) == sorted(map(str, b.problems))
+    assert a.extra["evaluation"].warnings == b.extra["evaluation"].warnings
+
+
+def _ws(tmp_path: Path) -> Path:
+    return build_workspace(tmp_path, baseline=BASE, rounds=[
+        {"a": 8.0, "b": 18.0}, RoundSpec({"a": 9.0, "b": 10.0}, parent="opt-round-1"), {"a": 9.5, "b": 19.0}])
+
+
+def test_reload_after_one_perf_file_changes_reads_only_that_file(tmp_path: Path, perf_reads: list[Path]) -> None:
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    assert snap.best_round == 2 and len(perf_reads) == 4
+    perf_reads.clear()
+    changed = write_perf(ws / "opt-round-3" / "opt_add_perf.txt", {"a": 5.0, "b": 5.0})
+    new = reload(snap, [changed])
+    assert perf_reads == [changed]
+    # round 3 is now 10/5 = 2 and 20/5 = 4 → geomean sqrt(8) = 2.828427
+    assert new.rounds[3].comparison.geomean_speedup == pytest.approx(2.828427, abs=1e-6)
+    assert new.best_round == 3
+    assert snap.best_round == 2  # the old snapshot is untouched
+    assert new.rounds[1] is not snap.rounds[1] or new.rounds[1].comparison is snap.rounds[1].comparison
+    _same(new, load_workspace(ws))
+
+
+def test_reload_after_baseline_perf_changes(tmp_path: Path, perf_reads: list[Path]) -> None:
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    perf_reads.clear()
+    changed = write_perf(ws / "baseline" / "add_perf.txt", {"a": 18.0, "b": 20.0})
+    new = reload(snap, [changed])
+    assert perf_reads == [changed]
+    # round 1 is now 18/8 = 2.25 and 20/18 → geomean sqrt(2.5) = 1.581139;
+    # round 2 is 18/9 = 2 and 20/10 = 2 → 2.0 (still the best); round 3: 18/9.5, 20/19 → 1.412
+    assert new.rounds[1].comparison.geomean_speedup == pytest.approx(1.581139, abs=1e-6)
+    assert new.rounds[2].comparison.geomean_speedup == pytest.approx(2.0)
+    assert new.rounds[3].comparison.geomean_speedup == pytest.approx((18 / 9.5 * 20 / 19) ** 0.5)
+    assert new.best_round == 2
+    _same(new, load_workspace(ws))
+
+
+def test_reload_picks_up_a_new_round(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    rdir = write_round(ws, 4, RoundSpec({"a": 2.0, "b": 4.0}, parent="opt-round-2"))
+    new = reload(snap, [rdir / "round-state.json"])
+    assert sorted(new.rounds) == [1, 2, 3, 4]
+    assert new.best_round == 4 and new.rounds[4].parent == "opt-round-2"
+    assert new.children("opt-round-2") == [4]
+    _same(new, load_workspace(ws))
+    # even with no path named, the round listing is rescanned
+    write_round(ws, 5, RoundSpec({"a": 1.0, "b": 1.0}))
+    assert reload(new, []).best_round == 5
+
+
+def test_reload_after_a_round_is_deleted(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    shutil.rmtree(ws / "opt-round-2")
+    new = reload(snap, [ws / "opt-round-2"])
+    assert sorted(new.rounds) == [1, 3]
+    assert new.best_round == 1
+    _same(new, load_workspace(ws))
+
+
+def test_reload_opt_note_and_workflow(tmp_path: Path, perf_reads: list[Path]) -> None:
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    perf_reads.clear()
+    note = write_opt_note(ws, opt_note_text([NoteRound(1, best_status="current best")], final_best="round-1",
+                                            geomean_text="1.18x"))
+    state = write_workflow_state(ws, workflow_state(phase="round_active", current_round=3,
+                                                    rounds={1: "passed", 2: "passed", 3: "active"}))
+    new = reload(snap, [note, state])
+    assert perf_reads == []
+    assert new.logged_best == "round-1"
+    assert any(w.startswith("numeric best round != logged best") for w in new.extra["evaluation"].warnings)
+    assert new.workflow.current_round == 3 and new.rounds[3].workflow_status == "active"
+    _same(new, load_workspace(ws))
+
+
+def test_reload_relative_paths_and_unrelated_files(tmp_path: Path, perf_reads: list[Path]) -> None:
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    perf_reads.clear()
+    (ws / "learned_lessons.md").write_text("# lessons\n")
+    new = reload(snap, [Path("learned_lessons.md"), tmp_path / "elsewhere.txt"])
+    assert perf_reads == []
+    _same(new, snap)
+    state = json.loads((ws / "opt-round-1" / "round-state.json").read_text())
+    state["correctness_status"] = "failed"
+    (ws / "opt-round-1" / "round-state.json").write_text(json.dumps(state))
+    new = reload(new, [Path("opt-round-1/round-state.json")])
+    assert perf_reads == [ws / "opt-round-1" / "opt_add_perf.txt"]
+    assert new.rounds[1].comparison is None and not new.rounds[1].completed
+    _same(new, load_workspace(ws))
+
+
+def test_reload_when_a_round_becomes_malformed_and_recovers(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    target = ws / "opt-round-2" / "round-state.json"
+    good = target.read_text()
+    target.write_text('{"round": "opt-round-2", "parent_')
+    broken = reload(snap, [target])
+    assert broken.best_round == 1
+    assert any(p.file == "opt-round-2/round-state.json" and "not valid JSON" in p.message
+               for p in broken.problems)
+    target.write_text(good)
+    fixed = reload(broken, [target])
+    assert fixed.best_round == 2
+    assert not any(p.file == "opt-round-2/round-state.json" for p in fixed.problems)
