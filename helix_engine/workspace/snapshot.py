@@ -165,8 +165,8 @@ def reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsho
                 parts.add("workflow")
         elif head == VERIFY_DIR:
             parts.add("verify")
-        elif len(rel.parts) == 1:  # a top-level file: operator, harness, top-level perf …
-            parts.update({"layout", "baseline"})
+        elif len(rel.parts) == 1 and (head.endswith("_perf.txt") or head.endswith(".py")):
+            parts.add("baseline")  # top-level perf files and the operator feed the baseline lookup
         resolved = _safe_resolve(root / rel)
         if resolved is not None and resolved in perf_owner:
             rounds_to_read.add(perf_owner[resolved])
