@@ -382,3 +382,41 @@ def test_all_mode_bench_mode_mismatch_is_one_fail_line(tmp_path: Path) -> None:
         "FAIL: cannot compare results from different bench modes: baseline=msprof, "
         "candidate=torch-npu-profiler\n"
     )
+
+
+def test_random_hostile_records_never_raise() -> None:
+    """Deterministic fuzz: odd values, labels, modes and errors give a result, never an exception."""
+    import random
+
+    gen = random.Random(1234)
+    values = [None, 0.0, -1.0, math.nan, math.inf, 1e-9, 1e300] + [1.0, 3.5, 2.0, 7.0] * 6
+    labels = ["a", "1", "case-1", "x" * 90]
+    errors = [None] * 12 + ["no resolved kernels matched profiler kernel view", "RuntimeError: boom", ""]
+    modes = [MODE] * 12 + ["msprof", None]
+
+    def side() -> list[PerfRecord]:
+        out = []
+        for _ in range(gen.randint(0, 3)):
+            samples = gen.choice([None, [1.0, 2.0, 3.0], [1.0, math.nan, 2.0], [5.0] * 4, [0.0, 1.0, 2.0]])
+            out.append(PerfRecord(case_label=gen.choice(labels), kernel_avg_time_us=gen.choice(values),
+                                  total_op_avg_time_us=gen.choice(values), error_message=gen.choice(errors),
+                                  bench_mode=gen.choice(modes), samples_us=samples))
+        return out
+
+    outcomes = set()
+    for _ in range(400):
+        base, comp = side(), side()
+        for result in [compare_records(base, comp, gen.choice(["auto", "kernel", "total-op"]), gen.random() < 0.5),
+                       *compare_all(base, comp, gen.random() < 0.5)]:
+            text = format_comparison(result)
+            assert text.endswith("\n")
+            assert result.passed == (not result.errors and not result.skipped and bool(result.cases))
+            assert ("PASS: compared" in text) == result.passed
+            if result.passed:
+                assert all(valid(c.baseline_us) and valid(c.compare_us) for c in result.cases)
+            outcomes.add("pass" if result.passed else "skip" if result.skipped else "fail")
+    assert outcomes == {"pass", "skip", "fail"}  # the fuzz reached every kind of outcome
+
+
+def valid(value: float) -> bool:
+    return math.isfinite(value) and value > 0
