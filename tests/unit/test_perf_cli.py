@@ -112,3 +112,11 @@ def test_malformed_lines_are_fail_lines_with_file_and_line(tmp_path: Path) -> No
 def test_bad_metric_choice_is_an_argparse_error() -> None:
     proc = cli("--baseline", BASE, "--compare", COMP, "-m", "fastest")
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_importing_the_comparison_stays_light() -> None:
+    """status/compare import this on every call: numpy (bootstrap only) and torch stay out."""
+    code = ("import sys, helix_engine.perf.compare, helix_engine.commands.perf; "
+            "print(sorted(m for m in ('numpy', 'torch', 'triton', 'textual') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]"
