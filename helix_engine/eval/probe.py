@@ -302,7 +302,7 @@ def _adaptive(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path
         elapsed = time.monotonic() - start
         out.batches.append({"batch": len(verdicts), "verdict": cls.label, "geomean": cls.geomean,
                             "elapsed_s": round(elapsed, 3)})
-        _fill(out, cls, sources.pop() if len(sources) == 1 else "mixed")
+        _fill(out, cls, next(iter(sources)) if len(sources) == 1 else "mixed")
         if len(verdicts) >= STABLE_BATCHES and len(set(verdicts[-STABLE_BATCHES:])) == 1:
             out.stable = True
             break
