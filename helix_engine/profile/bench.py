@@ -56,7 +56,8 @@ def profile_timeout() -> float:
 
 def run_child_job(ws: Path, kind: str, module: str, request: dict[str, Any], *, backend: Any, cwd: Path,
                   round_name: str | None, timeout_s: float, env: dict[str, str] | None = None,
-                  on_event: Callable[[dict[str, Any]], None] | None = None) -> JobResult:
+                  on_event: Callable[[dict[str, Any]], None] | None = None,
+                  output_tail_chars: int = OUTPUT_TAIL_CHARS) -> JobResult:
     """Write ``request`` (+ result_path), run ``python -m <module> request.json`` as a job, read back."""
     from helix_engine.jobs.registry import job_dir
     from helix_engine.jobs.runner import run_job
@@ -80,7 +81,7 @@ def run_child_job(ws: Path, kind: str, module: str, request: dict[str, Any], *, 
             output = (job_dir(Path(ws), job.id) / "output.log").read_text(encoding="utf-8", errors="replace")
         except OSError:
             pass
-        return JobResult(job, result, output[-OUTPUT_TAIL_CHARS:])
+        return JobResult(job, result, output[-output_tail_chars:])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
