@@ -1,0 +1,229 @@
+"""submit-round: the full loop to the min-speedup target, every precondition with its
+guideline, failed terminal rounds, the pass clean-up and the advisory warnings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from builders import expected_avg_improvement_pct, expected_geomean
+from state_fixtures import BASELINE, new_workspace, put_round, scaled, workflow_json
+
+from helix_engine.state.lifecycle import start_round, submit_baseline, submit_round
+from helix_engine.workspace.markdown import parse_opt_note, parse_result_numbers, parse_speedup_text
+
+ROUND_KEYS = ["kind", "status", "issues", "guideline"]
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("HELIX_OPTIMIZE_MIN_SPEEDUP", "HELIX_OPTIMIZE_LOCAL_OPTIMUM_WINDOW",
+                 "HELIX_OPTIMIZE_LOCAL_OPTIMUM_MAX_GEOMEAN_GAIN", "HELIX_OPTIMIZE_DELETE_PT_FILES", "HELIX_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture()
+def ws(tmp_path: Path) -> Path:
+    ws = new_workspace(tmp_path)
+    assert submit_baseline(ws / "baseline")[1] == 0
+    return ws
+
+
+def run_round(ws: Path, n: int, factor: float | None, *, parent: str = "baseline", **kwargs) -> tuple[dict, int]:  # noqa: ANN003
+    assert start_round(ws / f"opt-round-{n}", "exploration", "pattern_entry", f"round {n}")[1] == 0
+    put_round(ws, n, scaled(factor) if factor else None, parent=parent,
+              **({} if factor else {"correctness": "failed", "benchmark": "not_run"}))
+    return submit_round(ws / f"opt-round-{n}", **kwargs)
+
+
+def test_full_loop_stops_on_the_min_speedup_target(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_OPTIMIZE_MIN_SPEEDUP", "1.5")
+    p1, c1 = run_round(ws, 1, 1 / 1.1, current_round=1, final_round=5)
+    assert (c1, list(p1)) == (0, ROUND_KEYS + ["next_option"])
+    assert p1["guideline"] == (
+        "round check passed. Minimum speedup target not yet satisfied: best completed-round geomean speedup is "
+        "1.10x (target 1.50x). Round 1/5 in the current worker batch is complete. Next round: opt-round-2. "
+        "Run `helix start-round --round-dir opt-round-2` before beginning the next round."
+    )
+    assert p1["next_option"] == "opt-round-2"
+    p2, c2 = run_round(ws, 2, 1 / 1.3, parent="opt-round-1", current_round=2, final_round=5)
+    assert c2 == 0 and "is 1.30x (target 1.50x)" in p2["guideline"] and p2["next_option"] == "opt-round-3"
+    p3, c3 = run_round(ws, 3, 1 / 1.6, parent="opt-round-2", current_round=3, final_round=5)
+    assert c3 == 0 and "next_option" not in p3
+    assert p3["guideline"] == (
+        "round check passed. Minimum speedup target satisfied: best completed-round geomean speedup is 1.60x "
+        "(target 1.50x). Stop the optimize session now instead of opening another round."
+    )
+    state = workflow_json(ws)
+    assert (state["phase"], state["current_round"]) == ("awaiting_round_start", None)
+    assert [state["rounds"][k]["status"] for k in "123"] == ["passed", "passed", "passed"]
+    # The ledger parses back to the measured numbers.
+    note = parse_opt_note((ws / "opt-note.md").read_text())
+    assert note.problems == [] and note.overall_summary_count == 1
+    assert [(r.number, r.parent, r.best_status) for r in note.rounds] == [
+        (1, "baseline", "validated branch"), (2, "round-1", "validated branch"), (3, "round-2", "current best")]
+    best = scaled(1 / 1.6)
+    assert note.final_best_round == "round-3"
+    assert parse_speedup_text(note.geomean_text) == round(expected_geomean(BASELINE, best), 2)
+    assert note.avg_improvement_text == f"{expected_avg_improvement_pct(BASELINE, best):+.1f}%"
+    assert parse_result_numbers(note.round(2).result)[0] == round(expected_geomean(BASELINE, scaled(1 / 1.3)), 2)
+    assert note.validated_branches == "round-1, round-2"
+    assert all(json.loads((ws / f"opt-round-{n}" / "round-state.json").read_text())["opt_note_updated"] for n in (1, 2, 3))
+    ends = [json.loads(line)["event"] for line in (ws / ".helix/round-timings/opt-round-3.jsonl").read_text().splitlines()]
+    assert ends == ["round_start", "round_end"]
+
+
+def test_batch_end_and_plain_guidelines(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    p, c = run_round(ws, 1, 0.9, current_round=1, final_round=1)
+    assert (c, p["guideline"]) == (0, "round check passed. This round satisfied the current worker batch target.")
+    p, c = run_round(ws, 2, 0.8, current_round=2)  # only one of the two given
+    assert (c, p["guideline"], "next_option" in p) == (0, "round check passed", False)
+    monkeypatch.setenv("HELIX_OPTIMIZE_MIN_SPEEDUP", "1.2")
+    p, c = run_round(ws, 3, 0.85)
+    assert p["guideline"].startswith("round check passed. Minimum speedup target satisfied: best completed-round "
+                                     "geomean speedup is 1.25x (target 1.20x).")
+
+
+@pytest.mark.parametrize("value", ["", "  ", "fast", "0", "-1.5", "nan"])
+def test_invalid_min_speedup_asks_for_a_restart(ws: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("HELIX_OPTIMIZE_MIN_SPEEDUP", value)
+    put_round(ws, 1, scaled(0.8))
+    payload, code = submit_round(ws / "opt-round-1")
+    assert code == 1 and list(payload) == ROUND_KEYS and payload["kind"] == "round"
+    assert "HELIX_OPTIMIZE_MIN_SPEEDUP" in payload["issues"][0]
+    assert "restart the optimize session" in payload["guideline"]
+
+
+def test_missing_round_directory(ws: Path) -> None:
+    payload, code = submit_round(ws / "opt-round-4")
+    assert (code, payload) == (1, {
+        "kind": "round", "status": "fail", "issues": ["missing round directory: opt-round-4"],
+        "guideline": "round check requires fixes: missing round directory: opt-round-4. Create or reopen the "
+                     "expected `opt-round-N/` directory before submitting the round.",
+    })
+
+
+def test_round_not_started(ws: Path) -> None:
+    put_round(ws, 1, scaled(0.8))
+    payload, code = submit_round(ws / "opt-round-1")
+    assert code == 1
+    assert payload["issues"] == ["cannot complete opt-round-1 while workflow phase is awaiting_round_start"]
+    assert payload["guideline"].startswith("This round has not been formally started yet.")
+    assert not (ws / "opt-note.md").exists()
+
+
+def test_current_round_argument_must_match(ws: Path) -> None:
+    start_round(ws / "opt-round-1", "exploration", "pattern_entry", "r")
+    put_round(ws, 1, scaled(0.8))
+    payload, code = submit_round(ws / "opt-round-1", current_round=2, final_round=3)
+    assert code == 1 and payload["issues"] == ["--current-round=2 does not match workflow state round 1"]
+    assert payload["guideline"].startswith("The requested round is not the active workflow round.")
+    assert workflow_json(ws)["rounds"]["1"]["status"] == "active"
+
+
+def test_no_workflow_state(tmp_path: Path) -> None:
+    ws = new_workspace(tmp_path)
+    put_round(ws, 1, scaled(0.8))
+    payload, code = submit_round(ws / "opt-round-1")
+    assert (code, payload["issues"]) == (1, ["optimize workflow state is not available"])
+    assert "helix submit-baseline" in payload["guideline"]
+    assert not (ws / ".helix").exists()
+
+
+def test_rejected_terminal_round_is_marked_failed_with_an_honest_entry(ws: Path) -> None:
+    payload, code = run_round(ws, 1, None)
+    assert (code, payload["issues"]) == (1, ["correctness_status=failed"])
+    assert workflow_json(ws)["rounds"]["1"]["status"] == "failed"
+    assert workflow_json(ws)["phase"] == "awaiting_round_start"
+    note = parse_opt_note((ws / "opt-note.md").read_text())
+    [entry] = note.rounds
+    assert entry.best_status == "not promoted"
+    assert entry.result == "correctness failed; benchmark not_run; rejected: correctness_status=failed"
+    assert note.final_best_round == "none" and note.geomean_text == "unknown"
+
+
+def test_incomplete_round_stays_active(ws: Path) -> None:
+    start_round(ws / "opt-round-1", "exploration", "pattern_entry", "r")
+    put_round(ws, 1, scaled(0.8))
+    (ws / "opt-round-1" / "summary.md").unlink()
+    payload, code = submit_round(ws / "opt-round-1")
+    assert code == 1 and payload["issues"][0].startswith("summary_path points to a missing file")
+    assert workflow_json(ws)["rounds"]["1"]["status"] == "active"
+    assert not (ws / "opt-note.md").exists()
+
+
+def test_second_submit_is_refused_clearly(ws: Path) -> None:
+    assert run_round(ws, 1, 0.8)[1] == 0
+    note = (ws / "opt-note.md").read_text()
+    payload, code = submit_round(ws / "opt-round-1")
+    assert code == 1
+    assert payload["issues"] == ["opt-round-1 was already submitted and passed; the workflow state no longer has it active"]
+    assert payload["guideline"].startswith("This round was already submitted and passed")
+    assert (ws / "opt-note.md").read_text() == note
+
+
+def test_pass_cleanup(ws: Path, tmp_path: Path) -> None:
+    start_round(ws / "opt-round-1", "exploration", "profile_required", "r")
+    rdir = put_round(ws, 1, scaled(0.8), state_overrides={"profile_dir": "profile"})
+    (rdir / "test_result.pt").write_bytes(b"1")
+    (rdir / "opt_add_result.pt").write_bytes(b"1")
+    (rdir / "keep.pt").write_bytes(b"1")
+    nested = rdir / "profile" / "ASCEND_PROFILER_OUTPUT"
+    nested.mkdir(parents=True)
+    (nested / "kernel_details.csv").write_text("a,b\n")
+    (nested / "trace_view.json").write_text("{}")
+    (rdir / "profile" / "raw").mkdir()
+    (rdir / "profile" / "raw" / "data.bin").write_bytes(b"\0")
+    (rdir / "PROF_0001").mkdir()
+    (ws / "OPPROF_x").mkdir()
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "file.txt").write_text("keep me")
+    (rdir / "profile" / "link").symlink_to(outside)
+    assert submit_round(rdir)[1] == 0
+    assert not (rdir / "test_result.pt").exists() and not (rdir / "opt_add_result.pt").exists()
+    assert (rdir / "keep.pt").exists()
+    assert (nested / "kernel_details.csv").exists() and not (nested / "trace_view.json").exists()
+    assert not (rdir / "profile" / "raw").exists() and not (rdir / "profile" / "link").exists()
+    assert (outside / "file.txt").read_text() == "keep me"
+    assert not (rdir / "PROF_0001").exists() and not (ws / "OPPROF_x").exists()
+
+
+def test_pt_files_kept_when_cleanup_is_never(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_OPTIMIZE_DELETE_PT_FILES", "never")
+    start_round(ws / "opt-round-1", "exploration", "pattern_entry", "r")
+    rdir = put_round(ws, 1, scaled(0.8))
+    (rdir / "test_result.pt").write_bytes(b"1")
+    assert submit_round(rdir)[1] == 0
+    assert (rdir / "test_result.pt").exists()
+
+
+def test_kernel_target_fallback_warning(ws: Path) -> None:
+    start_round(ws / "opt-round-1", "exploration", "pattern_entry", "r")
+    put_round(ws, 1, scaled(0.8), metric="total-op")
+    payload, code = submit_round(ws / "opt-round-1", optimize_target="kernel")
+    assert code == 0
+    warning = ("kernel optimize target fell back to effective_metric_source=total-op; the round may still "
+               "participate in best-round selection, but review the comparison basis.")
+    assert payload["issues"] == [warning]
+    assert payload["guideline"] == f"round check passed Notes: {warning}"
+
+
+def test_local_optimum_warning(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for n, speedup in ((1, 1.10), (2, 1.11)):
+        assert run_round(ws, n, 1 / speedup)[1] == 0
+    payload, code = run_round(ws, 3, 1 / 1.12)
+    assert code == 0
+    [warning] = payload["issues"]
+    assert warning.startswith("recent rounds show only marginal baseline-relative geomean speedup gains on the same "
+                              "metric basis (kernel; round-1 -> round-3: +0.01x, +0.01x)")
+    assert "consider resuming from a round before this flat sequence" in warning
+    monkeypatch.setenv("HELIX_OPTIMIZE_LOCAL_OPTIMUM_WINDOW", "4")
+    assert run_round(ws, 4, 1 / 1.30)[0]["issues"] == []  # 1.12 -> 1.30 is not flat
+
+
+def test_local_optimum_needs_consecutive_rounds(ws: Path) -> None:
+    assert run_round(ws, 1, 1 / 1.10)[1] == 0
+    assert run_round(ws, 2, None)[1] == 1  # a rejected round has no perf file: no flat stretch
+    assert run_round(ws, 3, 1 / 1.10)[0]["issues"] == []
