@@ -106,7 +106,9 @@ def load_baseline(root: Path, stem: str | None,
         perf, problem = resolve_declared(root, bdir, state.perf_artifact, state_file, "perf_artifact")
         if problem is not None:
             problems.append(problem)
-            warnings.append("perf_artifact points outside the workspace")
+            outside = "outside the workspace" in problem.message
+            warnings.append("perf_artifact points outside the workspace" if outside
+                            else "perf_artifact cannot be resolved")
             failed = True
         elif perf is not None and not _exists(perf):
             problems.append(Problem(state_file, f"perf_artifact {state.perf_artifact!r} points to a missing "
@@ -194,8 +196,8 @@ def load_round(root: Path, n: int, rdir: Path, stem: str | None) -> LoadedRound:
                                           fix=f"fix it so {rdir.name} can be counted")
         out.problems += found
         if view.state is None:
-            reason = found[0].message.split(";")[0] if found else "it cannot be read"
-            out.state_note = f"round-state.json is invalid ({reason})"
+            reason = found[0].message.split(";")[0].split(" (")[0] if found else "cannot be read"
+            out.state_note = f"round-state.json {reason}"
     else:
         out.state_note = STATE_MISSING
     state = view.state

@@ -82,7 +82,7 @@ def _set_opt_note(snap: WorkspaceSnapshot) -> None:
     path = snap.root / layout.OPT_NOTE
     snap.extra["opt_note"] = None
     snap.extra["opt_note_problems"] = []
-    if not exists_file(path) and not path.is_symlink():
+    if not (path.exists() or path.is_symlink()):
         return
     text, problem = read_text_safe(path, snap.root)
     if problem is not None:
