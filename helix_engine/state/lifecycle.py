@@ -271,7 +271,11 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
         return _fail("round", str(exc), guideline.submit_round_guideline(str(exc)))
     if result.passed:
         cleanup.pass_cleanup(round_dir, result.round_state)
-    ledger.update_ledger(round_dir.parent, n, passed=result.passed, issues=result.issues)
+    for problem in ledger.update_ledger(round_dir.parent, n, passed=result.passed, issues=result.issues):
+        if result.passed:  # a pass stays a pass; the note says why the ledger is stale
+            joiner = "; " if result.issues else " Notes: "
+            result.issues.append(str(problem))
+            result.guideline += joiner + str(problem)
     entry = state.rounds[str(n)]
     entry.status = outcome  # type: ignore[assignment]
     entry.ended_at = workflow.utc_now()

@@ -1,0 +1,123 @@
+"""The engine-kept ledger: hand-written text survives, the numbers parse back, one entry per
+round, one Overall Summary, learned_lessons.md untouched."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from builders import expected_avg_improvement_pct, expected_geomean
+from state_fixtures import BASELINE, new_workspace, put_round, scaled
+
+from helix_engine.state.ledger import parent_label, result_text, update_ledger
+from helix_engine.state.lifecycle import start_round, submit_baseline, submit_round
+from helix_engine.workspace.markdown import parse_opt_note, parse_result_numbers, parse_speedup_text
+
+AGENT_NOTE = """\
+# Optimization notes for add
+
+Context written by the agent before helix took over the ledger.
+
+## Round 1
+Parent: baseline
+Theme: my own words for round 1
+Result: (to be filled)
+Best status: current best
+Observation typed by hand under round 1.
+
+## Overall Summary
+Final best round: round-1
+Key optimization points:
+  1. mask hoisting: the agent's own point (round 1)
+Next step: look at the profile
+Hand line at the very end.
+
+## Overall Summary
+Outcome: a duplicated summary a person pasted
+Another hand line.
+"""
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HELIX_OPTIMIZE_MIN_SPEEDUP", raising=False)
+    monkeypatch.delenv("HELIX_BACKEND", raising=False)
+
+
+@pytest.fixture()
+def ws(tmp_path: Path) -> Path:
+    ws = new_workspace(tmp_path)
+    assert submit_baseline(ws / "baseline")[1] == 0
+    return ws
+
+
+def submit(ws: Path, n: int, factor: float, parent: str = "baseline") -> dict:
+    assert start_round(ws / f"opt-round-{n}", "exploration", "pattern_entry", "r")[1] == 0
+    put_round(ws, n, scaled(factor), parent=parent, hypothesis=f"idea {n}\nspread over two lines")
+    payload, code = submit_round(ws / f"opt-round-{n}")
+    assert code == 0, payload
+    return payload
+
+
+def test_ledger_keeps_hand_text_and_parses_back_to_the_measured_numbers(ws: Path) -> None:
+    (ws / "opt-note.md").write_text(AGENT_NOTE, encoding="utf-8")
+    lessons = ws / "learned_lessons.md"
+    lessons.write_text("# Lessons\n- hoisting masks helps elementwise kernels\n", encoding="utf-8")
+    before = lessons.stat().st_mtime_ns, lessons.read_bytes()
+    submit(ws, 1, 0.8)
+    submit(ws, 2, 0.5, parent="opt-round-1")
+    text = (ws / "opt-note.md").read_text(encoding="utf-8")
+    for hand in ("Context written by the agent before helix took over the ledger.",
+                 "Observation typed by hand under round 1.", "Hand line at the very end.", "Another hand line.",
+                 "Next step: look at the profile", "1. mask hoisting: the agent's own point (round 1)"):
+        assert hand in text, hand
+    note = parse_opt_note(text)
+    assert note.problems == [] and note.overall_summary_count == 1
+    assert [r.number for r in note.rounds] == [1, 2]
+    one, two = note.rounds
+    assert one.theme == "idea 1 spread over two lines"  # the hypothesis, on one line
+    assert (one.best_status, two.best_status) == ("validated branch", "current best")
+    assert (two.parent, two.summary) == ("round-1", "[opt-round-2/summary.md](opt-round-2/summary.md)")
+    g1, a1 = parse_result_numbers(one.result)
+    assert g1 == round(expected_geomean(BASELINE, scaled(0.8)), 2)
+    assert a1 == round(expected_avg_improvement_pct(BASELINE, scaled(0.8)), 1)
+    assert note.final_best_round == "round-2" and note.logged_best == "round-2"
+    assert parse_speedup_text(note.geomean_text) == round(expected_geomean(BASELINE, scaled(0.5)), 2)
+    assert note.avg_improvement_text == f"{expected_avg_improvement_pct(BASELINE, scaled(0.5)):+.1f}%"
+    assert note.validated_branches == "round-1"
+    # The agent's own round-1 point stays the only round-1 point; the engine adds round 2's.
+    assert sum("(round 1)" in p for p in note.key_points) == 1
+    assert any(p.endswith("(round 2)") and "2.00x geomean" in p for p in note.key_points)
+    assert (lessons.stat().st_mtime_ns, lessons.read_bytes()) == before
+
+
+def test_ledger_is_idempotent(ws: Path) -> None:
+    submit(ws, 1, 0.8)
+    first = (ws / "opt-note.md").read_text()
+    assert update_ledger(ws, 1, passed=True) == []
+    assert (ws / "opt-note.md").read_text() == first
+
+
+def test_a_slower_round_is_not_promoted(ws: Path) -> None:
+    submit(ws, 1, 0.8)
+    submit(ws, 2, 1.25)
+    note = parse_opt_note((ws / "opt-note.md").read_text())
+    assert [r.best_status for r in note.rounds] == ["current best", "not promoted"]
+    assert note.round(2).result.startswith("correctness passed; benchmark passed; geomean speedup 0.80x")
+    assert note.validated_branches == "none"
+    assert note.outcome.startswith("round-1 is the fastest validated round: 1.25x geomean speedup")
+
+
+def test_unreadable_ledger_is_left_alone_and_reported(ws: Path) -> None:
+    (ws / "opt-note.md").write_bytes(b"\x00\x01binary")
+    payload = submit(ws, 1, 0.8)
+    assert (ws / "opt-note.md").read_bytes() == b"\x00\x01binary"
+    assert any("the ledger was not updated" in issue for issue in payload["issues"])
+    assert "Notes: opt-note.md" in payload["guideline"]
+
+
+def test_result_text_and_parent_label() -> None:
+    assert parent_label("opt-round-3") == "round-3" and parent_label("Baseline") == "baseline"
+    assert parent_label("whatever") == "whatever"
+    assert result_text(None, ["missing attempts.md"]) == (
+        "correctness not_run; benchmark not_run; rejected: missing attempts.md")
