@@ -1,0 +1,101 @@
+"""probe-bench classifier thresholds (spec §5) on synthetic speedups, and the cache lock."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from helix_engine.errors import HelixError
+from helix_engine.eval import probe
+
+
+@pytest.mark.parametrize(
+    ("speedups", "label"),
+    [
+        ([1.10, 1.10, 1.10], "likely_gain"),          # geomean exactly 1.10
+        ([1.30, 1.20, 0.92], "likely_gain"),          # min exactly 0.92
+        ([1.30, 1.30, 0.919], "inconclusive"),        # min just below 0.92, geomean > 0.95
+        ([1.09, 1.09, 1.09], "inconclusive"),         # geomean below 1.10
+        ([0.95, 0.95], "likely_regression"),          # geomean exactly 0.95
+        ([1.5, 1.5, 0.85], "likely_regression"),      # min exactly 0.85 wins over a big geomean
+        ([0.96, 1.0, 0.97], "inconclusive"),
+        ([1.4, 1.0, 1.0], "likely_gain"),             # geomean 1.119, improved 1 > regressed 0
+        ([], "inconclusive"),
+    ],
+)
+def test_classifier_thresholds(speedups: list[float], label: str) -> None:
+    assert probe.classify(speedups).label == label
+
+
+def test_improved_must_outnumber_regressed() -> None:
+    # geomean ≥ 1.10 and min ≥ 0.92, but improved (1) == regressed (1) → not a gain
+    got = probe.classify([1.5, 0.98])
+    assert (got.improved, got.regressed) == (1, 1)
+    assert got.geomean == pytest.approx((1.5 * 0.98) ** 0.5)
+    assert got.label == "inconclusive"
+
+
+def test_improved_regressed_bands_and_avg() -> None:
+    got = probe.classify([1.01, 1.011, 0.99, 0.989])
+    assert (got.improved, got.regressed) == (1, 1)  # 1.01 and 0.99 are inside the ±1% band
+    assert got.avg_improvement_pct == pytest.approx((0.01 + 0.011 - 0.01 - 0.011) / 4 * 100)
+    assert probe.classify([2.0, 0.5]).avg_improvement_pct == pytest.approx(25.0)  # mean(s-1), not compare-perf's
+
+
+def test_lock_is_exclusive_and_released(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probe, "LOCK_RETRY_S", 0.01)
+    lock = tmp_path / ".helix" / "baseline_probe_perf.lock"
+    order: list[str] = []
+
+    def second() -> None:
+        with probe.probe_lock(lock):
+            order.append("second")
+
+    with probe.probe_lock(lock):
+        assert json.loads(lock.read_text())["pid"] == os.getpid()
+        t = threading.Thread(target=second)
+        t.start()
+        time.sleep(0.1)
+        order.append("first")
+    t.join(5)
+    assert order == ["first", "second"]
+    assert not lock.exists()
+
+
+def test_stale_lock_is_taken_over_and_busy_lock_gives_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(probe, "LOCK_RETRY_S", 0.01)
+    monkeypatch.setattr(probe, "LOCK_RETRIES", 3)
+    lock = tmp_path / "x.lock"
+    lock.write_text("{}")
+    old = time.time() - probe.LOCK_STALE_S - 5
+    os.utime(lock, (old, old))
+    with probe.probe_lock(lock):
+        pass
+    lock.write_text("{}")  # fresh: busy
+    with pytest.raises(HelixError, match="stayed busy"):
+        with probe.probe_lock(lock):
+            pass
+
+
+def test_cache_key_and_miss_reason(tmp_path: Path) -> None:
+    op = tmp_path / "op.py"
+    bench = tmp_path / "bench_op.py"
+    op.write_text("a")
+    bench.write_text("b")
+    key = probe.cache_key(op, bench, "torch-profiler", "cuda", ["0"])
+    assert key["probe_contract"] == {"name": "fast-probe", "warmup": 1, "repeats": 3}
+    assert key["bench_fingerprint_sha256"] is None
+    meta, perf = tmp_path / "m.json", tmp_path / "p.txt"
+    assert probe._miss_reason(meta, perf, key) == "no cached baseline probe"
+    meta.write_text(json.dumps({"key": key}))
+    perf.write_text("")
+    assert probe._miss_reason(meta, perf, key) is None
+    op.write_text("changed")
+    (tmp_path / "bench_op.json").write_text("{}")
+    new = probe.cache_key(op, bench, "torch-profiler", "cuda", ["0"])
+    assert probe._miss_reason(meta, perf, new) == "key changed: baseline_operator_sha256, bench_fingerprint_sha256"
