@@ -7,8 +7,10 @@ with a sentence saying what to do. Nothing here raises on file content.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,31 +25,77 @@ MAX_JSON_BYTES = 1024 * 1024
 M = TypeVar("M", bound=BaseModel)
 
 
+_ROOTS: dict[str, str] | None = None  # workspace abspath -> realpath, during one load
+
+
+@contextlib.contextmanager
+def load_session() -> Iterator[None]:
+    """Resolve each workspace root once for the duration of one load or reload (hot path:
+    every declared path and every read checks it stays inside the workspace)."""
+    global _ROOTS
+    outer = _ROOTS
+    _ROOTS = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _ROOTS = outer
+
+
+def root_real(workspace: Path) -> str:
+    key = os.path.abspath(workspace)
+    if _ROOTS is None:
+        return os.path.realpath(key)
+    found = _ROOTS.get(key)
+    if found is None:
+        found = _ROOTS[key] = os.path.realpath(key)
+    return found
+
+
+def inside(path: Path, workspace: Path) -> bool:
+    """True when ``path`` (symlinks followed) lies inside ``workspace``; raises on symlink loops
+    like ``Path.resolve`` does (callers turn that into a Problem)."""
+    root = root_real(workspace)
+    real = os.path.realpath(path, strict=False)
+    if os.path.islink(real):  # realpath stops on a link only when the links loop
+        raise OSError(f"symlink loop at {real}")
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        return False
+    return True
+
+
 def shown(path: Path, workspace: Path) -> str:
     """``path`` relative to the workspace when it lies inside it (for Problem.file)."""
-    try:
-        return str(Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(workspace))))
-    except ValueError:
-        return str(path)
+    full, root = os.path.abspath(path), os.path.abspath(workspace)
+    if full.startswith(root.rstrip(os.sep) + os.sep):
+        return full[len(root.rstrip(os.sep)) + 1:]
+    return str(path)
 
 
 def read_text_safe(path: Path, workspace: Path, *,
                    max_bytes: int = MAX_TEXT_BYTES) -> tuple[str | None, Problem | None]:
-    """`files.read_text_checked`, plus symlink loops (which make ``resolve`` raise) as a Problem."""
+    """`files.read_text_checked` with the workspace check done once per root, plus symlink
+    loops as a Problem instead of an exception."""
+    name = shown(path, workspace)
     try:
-        return read_text_checked(path, workspace, max_bytes=max_bytes)
+        if not inside(path, workspace):
+            return None, Problem(name, "points outside the workspace (through a symlink); it was not "
+                                 "read. Copy the file into the workspace instead.")
+        text, problem = read_text_checked(path, None, max_bytes=max_bytes)
     except (RuntimeError, OSError, ValueError) as exc:
-        return None, Problem(shown(path, workspace), f"cannot be read ({exc}); replace it with a regular file")
+        return None, Problem(name, f"cannot be read ({exc}); replace it with a regular file")
+    if problem is not None:
+        problem = Problem(name, problem.message, problem.line, problem.severity)
+    return text, problem
 
 
 def read_perf_safe(path: Path, workspace: Path) -> tuple[list[PerfRecord], list[Problem]]:
-    """`perf.artifact.read_perf`, plus symlink loops as a Problem instead of an exception."""
-    from helix_engine.perf.artifact import read_perf
+    """Read a perf file (``perf.artifact.parse_perf_text``); never raises."""
+    from helix_engine.perf.artifact import parse_perf_text
 
-    try:
-        return read_perf(path, workspace)
-    except (RuntimeError, OSError, ValueError) as exc:
-        return [], [Problem(shown(path, workspace), f"cannot be read ({exc}); replace it with a regular file")]
+    text, problem = read_text_safe(path, workspace)
+    if problem is not None:
+        return [], [problem]
+    return parse_perf_text(text or "", shown(path, workspace))
 
 
 def read_json_object(path: Path, workspace: Path, *, what: str, fix: str,

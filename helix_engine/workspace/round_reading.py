@@ -8,12 +8,12 @@ and summary.md are only stat'ed here (they can be huge); the UI reads them on de
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from helix_engine.workspace import layout, status_rules
-from helix_engine.workspace.files import PathOutsideWorkspace, resolve_inside
 from helix_engine.workspace.models import (
     BaselineState,
     BaselineView,
@@ -25,6 +25,7 @@ from helix_engine.workspace.models import (
 from helix_engine.workspace.reading import (
     exists_dir,
     exists_file,
+    inside,
     list_dir,
     load_model,
     read_json_object,
@@ -38,16 +39,24 @@ MULTIPLE_BASELINE = "found multiple baseline perf files"
 
 def resolve_declared(root: Path, declared_in: Path, value: Any, file: str,
                      field_name: str) -> tuple[Path | None, Problem | None]:
-    """A declared path, resolved by the contract; (None, Problem) when it leaves the workspace."""
+    """A declared path, resolved by the contract (as `files.resolve_inside`: relative to the
+    declaring folder, then to the workspace; the first that exists wins), with the root
+    resolved once per load. (None, Problem) when it is empty, absolute or leaves the workspace."""
     if not isinstance(value, str) or not value.strip():
         return None, Problem(file, f"{field_name} is empty; give a path inside the workspace")
+    outside = Problem(file, f"{field_name} {value!r} points outside the workspace, so it was not "
+                      "read; copy the file into the workspace and point to it there")
+    raw = Path(value)
+    if raw.is_absolute():
+        return None, outside
+    candidates = [declared_in / raw, root / raw]
+    chosen = next((c for c in candidates if os.path.lexists(c)), candidates[0])
     try:
-        return resolve_inside(root, declared_in, value), None
-    except PathOutsideWorkspace:
-        return None, Problem(file, f"{field_name} {value!r} points outside the workspace, so it was not "
-                             "read; copy the file into the workspace and point to it there")
+        if not inside(chosen, root):
+            return None, outside
     except (ValueError, OSError, RuntimeError) as exc:
         return None, Problem(file, f"{field_name} {value!r} cannot be resolved ({exc}); fix the path")
+    return chosen, None
 
 
 def _exists(path: Path) -> bool:

@@ -17,7 +17,14 @@ from typing import Any, TypeVar
 
 from helix_engine.workspace import layout, status_rules
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
-from helix_engine.workspace.reading import exists_dir, exists_file, list_dir, read_text_safe, shown
+from helix_engine.workspace.reading import (
+    exists_dir,
+    exists_file,
+    list_dir,
+    load_session,
+    read_text_safe,
+    shown,
+)
 from helix_engine.workspace.round_reading import (
     STATE_MISSING,
     load_baseline,
@@ -109,6 +116,11 @@ def _set_verify(snap: WorkspaceSnapshot) -> None:
 
 def load_workspace(path: Path) -> WorkspaceSnapshot:
     """Read the whole workspace at ``path``. Never raises on workspace content."""
+    with load_session():
+        return _load(path)
+
+
+def _load(path: Path) -> WorkspaceSnapshot:
     root = Path(path)
     snap = WorkspaceSnapshot(root=root)
     if not exists_dir(root):
@@ -132,6 +144,11 @@ def load_workspace(path: Path) -> WorkspaceSnapshot:
 def reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapshot:
     """A new snapshot with only the parts named by ``changed`` re-read (plus the round folder
     listing, one directory scan, so new and deleted rounds are always picked up)."""
+    with load_session():
+        return _reload(snap, changed)
+
+
+def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapshot:
     new = dataclasses.replace(snap, rounds=dict(snap.rounds), extra=dict(snap.extra), problems=[])
     for key in ("round_file_problems", "round_state_notes", "round_targets"):
         new.extra[key] = dict(snap.extra.get(key, {}))
