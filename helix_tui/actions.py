@@ -187,7 +187,9 @@ def submit_prefill(snap: WorkspaceSnapshot, key: str, tracker: JobTracker | None
     n = target_round(snap, key)
     view = snap.rounds.get(n)
     folder = snap.root / round_key(n)
-    parent = (view.parent if view is not None and view.parent else None) or BASELINE
+    parent = view.parent if view is not None and view.state is not None and view.parent else None
+    if parent is None:  # no round-state yet: the round most likely builds on the current best
+        parent = round_key(snap.best_round) if snap.best_round is not None and snap.best_round != n else BASELINE
     prefill = SubmitPrefill(round_dir=folder, number=n, parent_round=parent)
     stem = snap.operator_file.stem if snap.operator_file else None
     if stem:
@@ -234,11 +236,11 @@ def latest_job_status(tracker: JobTracker, n: int, kind: str) -> str | None:
 
 
 def round_state_fields(prefill: SubmitPrefill, hypothesis: str, evidence: list[str], correctness: str,
-                       benchmark: str, metric_source: str) -> dict[str, Any]:
+                       benchmark: str, metric_source: str, parent_round: str | None = None) -> dict[str, Any]:
     """The round-state.json fields the submit form writes (upstream names and rules)."""
     fields: dict[str, Any] = {
         "round": round_key(prefill.number),
-        "parent_round": prefill.parent_round,
+        "parent_round": (parent_round or "").strip() or prefill.parent_round,
         "hypothesis": hypothesis.strip(),
         "evidence_sources": evidence,
         "correctness_status": correctness,

@@ -22,6 +22,7 @@ from pathlib import Path
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, TabbedContent, TabPane, Tree
@@ -91,6 +92,13 @@ class MainScreen(Screen[None]):
                     yield IRPane(id="ir")
         yield Footer(compact=True)
 
+    def on_mount(self) -> None:
+        self.composed = True
+        app = self.app
+        if isinstance(app, HelixApp):  # a snapshot or jobs that arrived while composing
+            app.render_all()
+            app.show_jobs()
+
     def on_resize(self) -> None:
         self.set_class(self.size.width < NARROW_WIDTH, "-narrow")
 
@@ -152,7 +160,8 @@ class HelixApp(App[int]):
     @property
     def ready(self) -> bool:
         """False before the main screen is composed and after it is gone (late messages)."""
-        return self._main is not None and self._main.is_attached and not self._exit
+        main = self._main
+        return main is not None and getattr(main, "composed", False) and main.is_attached and not self._exit
 
     @property
     def header(self) -> CockpitHeader:
@@ -226,24 +235,25 @@ class HelixApp(App[int]):
     # ------------------------------------------------------------------ messages
 
     def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
-        if not self.ready:
-            return
         self.snapshot = message.snapshot
-        self.render_all()
         if self.watch_enabled and not self._watching:
             self._watching = True
             self.watch_files()
+        if self.ready:
+            self.render_all()
 
     def on_snapshot_reloaded(self, message: SnapshotReloaded) -> None:
-        if not self.ready:
-            return
         self.snapshot = message.snapshot
-        self.render_all(message.batch)
+        if self.ready:
+            self.render_all(message.batch)
 
     def on_jobs_changed(self, message: JobsChanged) -> None:
-        if not self.ready:
-            return
-        self.main.query_one("#jobs", JobsPane).show(self.tracker)
+        self.show_jobs()
+
+    def show_jobs(self) -> None:
+        if self.ready:
+            with self._jobs_lock:
+                self.main.query_one("#jobs", JobsPane).show(self.tracker)
 
     def on_watch_stopped(self, message: WatchStopped) -> None:
         if not self.ready:
@@ -288,7 +298,7 @@ class HelixApp(App[int]):
 
     @on(JobsPane.Chosen)
     def _job_chosen(self) -> None:
-        self.main.query_one("#jobs", JobsPane).show(self.tracker)
+        self.show_jobs()
 
     def on_option_list_option_highlighted(self, event) -> None:  # noqa: ANN001 - IR stage list
         if event.option_list.id == "ir-stages" and self.snapshot is not None:
@@ -301,7 +311,7 @@ class HelixApp(App[int]):
 
     def render_all(self, batch: WatchBatch | None = None) -> None:
         snap = self.snapshot
-        if snap is None:
+        if snap is None or not self.ready:
             return
         self.header.show(snap, self.status_note)
         tree = self.main.query_one("#tree", RoundTree)
@@ -326,8 +336,14 @@ class HelixApp(App[int]):
     def refresh_selection(self, reopen: bool = True) -> None:
         """Re-render every pane that depends on the selected round."""
         snap = self.snapshot
-        if snap is None:
+        if snap is None or not self.ready:
             return
+        try:
+            self._refresh_selection(snap, reopen)
+        except NoMatches:  # the screen is being torn down (quit while a reload landed)
+            return
+
+    def _refresh_selection(self, snap: WorkspaceSnapshot, reopen: bool) -> None:
         folder = views.round_dir(snap, self.selected)
         for widget_id, name in (("attempts", "attempts.md"), ("summary", "summary.md"), ("analysis", "perf-analysis.md")):
             tail = self.main.query_one(f"#{widget_id}", FileTail)
@@ -352,7 +368,8 @@ class HelixApp(App[int]):
 
     def watch_selected(self) -> None:
         self.ir_stage = None
-        self.refresh_selection()
+        if self.ready:
+            self.refresh_selection()
 
     def watch_metric(self) -> None:
         if self.snapshot is not None:

@@ -235,7 +235,9 @@ class SubmitRoundScreen(EngineForm):
 
     def fields(self) -> ComposeResult:
         p = self.prefill
-        yield Static(f"{round_key(p.number)} · parent {p.parent_round} · statuses from {p.status_source}", classes="hint")
+        yield Static(f"{round_key(p.number)} · statuses from {p.status_source}", classes="hint")
+        yield Label("Parent round (baseline or opt-round-M)")
+        yield Input(p.parent_round, id="parent")
         yield Label("Hypothesis")
         yield Input(p.hypothesis, id="hypothesis")
         yield Label("Evidence sources")
@@ -281,6 +283,7 @@ class SubmitRoundScreen(EngineForm):
             _value(self.query_one("#correctness", Select)) or "not_run",
             _value(self.query_one("#benchmark", Select)) or "not_run",
             _value(self.query_one("#metric", Select)) or "kernel",
+            self.query_one("#parent", Input).value,
         )
         if not fields["hypothesis"]:
             raise actions.ActionRefused("write the hypothesis this round tested")

@@ -1,0 +1,275 @@
+"""Pilot tests: keys on a real workspace; assert on what is shown and what is on disk."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable, Select, SelectionList, Static, TabbedContent
+
+from helix_tui.app import HelixApp
+from helix_tui.screens.forms import SetRoundStateScreen, StartRoundScreen, SubmitRoundScreen
+from helix_tui.screens.help import HelpScreen
+from helix_tui.screens.problems import ProblemsScreen
+
+from cockpit_helpers import settle, wait_for
+
+
+def shown(widget) -> str:
+    return str(widget.render())
+
+
+def table_rows(table: DataTable) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def select(pilot, app, key: str) -> None:
+    """Move the tree cursor with the arrow keys until ``key`` is selected."""
+    tree = app.main.query_one("#tree")
+    tree.focus()
+    await pilot.press("home")
+    for _ in range(len(tree.nodes_by_key) + 1):
+        if app.selected == key:
+            break
+        await pilot.press("down")
+        await pilot.pause(0.05)
+    assert app.selected == key
+
+
+async def test_tree_and_perf_show_the_session(ws: Path) -> None:
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        tree = app.main.query_one("#tree")
+        labels = {k: str(n.label) for k, n in tree.nodes_by_key.items()}
+        assert labels["opt-round-1"].startswith("✔ round-1 1.16x")  # geomean of 10/8, 20/18, 40/36
+        assert "★" in labels["opt-round-2"] and "★" not in labels["opt-round-1"]
+        header = shown(app.main.query_one("#header"))
+        assert "add" in header and "best round-2" in header
+        await select(pilot, app, "opt-round-2")
+        table = app.main.query_one("#perf-table", DataTable)
+        assert await wait_for(pilot, lambda: table.row_count == 3)
+        rows = table_rows(table)
+        assert rows[1][:5] == ["fp16_4096", "20.0", "10.0", "-50.0%", "2.00x"]
+        summary = shown(app.main.query_one("#perf-summary"))
+        assert "vs baseline" in summary and "geomean" in summary
+
+
+async def test_compare_with_parent_and_metric_keys(ws: Path) -> None:
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, "opt-round-2")
+        await pilot.press("c")
+        table = app.main.query_one("#perf-table", DataTable)
+        assert await wait_for(pilot, lambda: "vs opt-round-1" in shown(app.main.query_one("#perf-summary")))
+        assert table_rows(table)[1][:3] == ["fp16_4096", "18.0", "10.0"]
+        await pilot.press("m")  # auto → kernel
+        assert app.metric == "kernel"
+        await pilot.press("m", "m")  # → total-op → all
+        assert app.metric == "all"
+        assert await wait_for(pilot, lambda: "total-op:" in shown(app.main.query_one("#perf-summary")))
+        summary = shown(app.main.query_one("#perf-summary"))
+        assert "kernel:" in summary and "total-op:" in summary
+        assert any("total-op" in r[0] for r in table_rows(table))
+
+
+async def test_start_round_form_writes_the_workflow(ws: Path) -> None:
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("n")
+        assert isinstance(app.screen, StartRoundScreen)
+        assert app.screen.query_one("#round-dir").value == "opt-round-3"
+        await pilot.press(*"vectorize the loads")
+        await pilot.press("ctrl+s")
+        answer = app.screen.query_one("#answer", Static)
+        assert await wait_for(pilot, lambda: shown(answer).startswith("pass"))
+        state = json.loads((ws / ".helix" / "state.json").read_text())
+        assert state["phase"] == "round_active" and state["current_round"] == 3
+        assert state["rounds"]["3"]["strategy_state"]["reason"] == "vectorize the loads"
+        assert "Reason: vectorize the loads" in (ws / "opt-round-3" / "attempts.md").read_text()
+        await pilot.press("escape")
+        # the watcher shows the new active round in the tree and header without a key press
+        assert await wait_for(pilot, lambda: "opt-round-3" in app.main.query_one("#tree").nodes_by_key)
+        assert await wait_for(pilot, lambda: "round 3" in shown(app.main.query_one("#header")))
+
+
+async def test_start_round_shows_the_engine_refusal(active_ws: Path) -> None:
+    app = HelixApp(active_ws, job_poll_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("n")
+        await pilot.press(*"another one")
+        await pilot.press("ctrl+s")
+        answer = app.screen.query_one("#answer", Static)
+        assert await wait_for(pilot, lambda: shown(answer).startswith("fail"))
+        assert "opt-round-3" in shown(answer) or "active" in shown(answer)
+        assert json.loads((active_ws / ".helix" / "state.json").read_text())["current_round"] == 3
+
+
+def _write_job(ws: Path, job_id: str, kind: str, round_name: str, status: str) -> None:
+    from helix_engine.jobs.registry import JobInfo, job_dir, write_job
+
+    folder = job_dir(ws, job_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_job(folder, JobInfo(id=job_id, kind=kind, round=round_name, status=status, created_at=1.0,
+                              started_at=1.0, ended_at=2.0, exit_code=0 if status == "passed" else 1))
+
+
+async def test_submit_round_prefills_from_jobs_and_submits(active_ws: Path) -> None:
+    _write_job(active_ws, "20260720-080000-test-aaaa", "test", "opt-round-3", "passed")
+    _write_job(active_ws, "20260720-080100-bench-bbbb", "bench", "opt-round-3", "passed")
+    app = HelixApp(active_ws, job_poll_s=0)
+    async with app.run_test(size=(120, 48)) as pilot:
+        await settle(pilot, app)
+        assert await wait_for(pilot, lambda: len(app.tracker.order) == 2)
+        await select(pilot, app, "opt-round-3")
+        await pilot.press("s")
+        form = app.screen
+        assert isinstance(form, SubmitRoundScreen)
+        assert form.query_one("#correctness", Select).value == "passed"
+        assert form.query_one("#benchmark", Select).value == "passed"
+        assert "latest jobs" in shown(form.query_one(".hint"))
+        # the checker's current problems show inline before anything is written
+        assert await wait_for(pilot, lambda: "round-state.json" in shown(form.query_one("#check")))
+        await pilot.press(*"bigger tiles")
+        await pilot.press("ctrl+s")
+        answer = form.query_one("#answer", Static)
+        assert await wait_for(pilot, lambda: shown(answer).startswith(("pass", "fail", "error")))
+        assert shown(answer).startswith("pass"), shown(answer)
+        assert "round check passed" in shown(answer) or "guideline" not in shown(answer)
+        data = json.loads((active_ws / "opt-round-3" / "round-state.json").read_text())
+        assert data["hypothesis"] == "bigger tiles" and data["parent_round"] == "opt-round-2"
+        assert data["evidence_sources"] == ["benchmark"] and data["benchmark_status"] == "passed"
+        state = json.loads((active_ws / ".helix" / "state.json").read_text())
+        assert state["rounds"]["3"]["status"] == "passed" and state["phase"] == "awaiting_round_start"
+
+
+async def test_submit_round_shows_checker_problems_inline(active_ws: Path) -> None:
+    (active_ws / "opt-round-3" / "summary.md").unlink()
+    app = HelixApp(active_ws, job_poll_s=0)
+    async with app.run_test(size=(120, 48)) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, "opt-round-3")
+        await pilot.press("s")
+        form = app.screen
+        await pilot.press(*"bigger tiles")
+        await pilot.press("ctrl+s")
+        answer = form.query_one("#answer", Static)
+        assert await wait_for(pilot, lambda: shown(answer).startswith(("pass", "fail", "error")))
+        assert shown(answer).startswith("fail") and "summary" in shown(answer)
+        state = json.loads((active_ws / ".helix" / "state.json").read_text())
+        assert state["rounds"]["3"]["status"] == "active"
+
+
+async def test_set_round_state_form(active_ws: Path) -> None:
+    app = HelixApp(active_ws, job_poll_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("a")
+        form = app.screen
+        assert isinstance(form, SetRoundStateScreen)
+        form.query_one("#policy", Select).value = "profile_required"
+        form.query_one("#reason").focus()
+        await pilot.press(*"need the profile")
+        await pilot.press("enter")
+        answer = form.query_one("#answer", Static)
+        assert await wait_for(pilot, lambda: shown(answer).startswith(("pass", "fail", "error")))
+        assert shown(answer).startswith("pass"), shown(answer)
+        entry = json.loads((active_ws / ".helix" / "state.json").read_text())["rounds"]["3"]
+        assert entry["strategy_state"]["analysis_policy"] == "profile_required"
+        assert entry["strategy_state"]["updated_by"] == "set-current-round-state"
+
+
+def _recorder(tmp_path: Path, name: str) -> tuple[Path, Path]:
+    """An executable that writes its arguments to a file (stands in for python / $EDITOR)."""
+    out = tmp_path / f"{name}.args"
+    script = tmp_path / name
+    script.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {out}\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script, out
+
+
+@pytest.mark.parametrize(
+    ("key", "command", "flag"),
+    [("t", "run-test-optimize", "--ref-operator-file"), ("b", "run-bench", None),
+     ("p", "probe-bench", "--baseline-operator-file"), ("f", "profile-bench", "--case-id")],
+)
+async def test_job_keys_spawn_the_cli(ws: Path, tmp_path: Path, monkeypatch, key: str, command: str, flag: str | None) -> None:
+    python, out = _recorder(tmp_path, "python")
+    monkeypatch.setenv("HELIX_PYTHON", str(python))
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, "opt-round-2")
+        from helix_engine import cli
+
+        if command not in cli.command_names():
+            pytest.skip(f"the engine has no {command} command in this tree")
+        await pilot.press(key)
+        assert await wait_for(pilot, lambda: out.is_file() and out.read_text().strip() != "")
+        argv = out.read_text().split()
+        assert argv[:3] == ["-m", "helix_engine", command]
+        assert argv[argv.index("--operator-file") + 1] == "opt-round-2/opt_add.py"
+        if flag:
+            assert flag in argv
+
+
+async def test_edit_opens_the_file_of_the_pane(ws: Path, tmp_path: Path, monkeypatch) -> None:
+    editor, out = _recorder(tmp_path, "editor")
+    monkeypatch.setenv("EDITOR", str(editor))
+    monkeypatch.delenv("VISUAL", raising=False)
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, "opt-round-1")
+        await pilot.press("2")  # attempts pane
+        assert app.main.query_one("#tabs", TabbedContent).active == "tab-attempts"
+        await pilot.press("e")
+        assert await wait_for(pilot, lambda: out.is_file())
+        assert Path(out.read_text().strip()) == app.workspace / "opt-round-1" / "attempts.md"
+
+
+async def test_help_problems_and_refresh(ws: Path) -> None:
+    (ws / "opt-round-1" / "round-state.json").write_text("{not json")
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        label = str(app.main.query_one("#tree").nodes_by_key["opt-round-1"].label)
+        assert "!" in label  # problem badge on the node
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.press("exclamation_mark")
+        assert isinstance(app.screen, ProblemsScreen)
+        rows = table_rows(app.screen.query_one(DataTable))
+        assert any(r[0] == "opt-round-1" and "round-state.json" in r[2] + r[4] for r in rows)
+        await pilot.press("escape")
+        (ws / "opt-round-1" / "round-state.json").write_text(
+            json.dumps(json.loads((ws / "opt-round-2" / "round-state.json").read_text()) | {"round": "opt-round-1", "parent_round": "baseline"}))
+        await pilot.press("r")
+        assert await wait_for(pilot, lambda: "!" not in str(app.main.query_one("#tree").nodes_by_key["opt-round-1"].label))
+
+
+async def test_palette_lists_cockpit_actions(ws: Path) -> None:
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"metric")
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        assert await wait_for(pilot, lambda: app.metric == "kernel")
+
+
+async def test_hangup_exits_cleanly(ws: Path) -> None:
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        os.kill(os.getpid(), __import__("signal").SIGHUP)
+        assert await wait_for(pilot, lambda: app._exit)
+    assert app.return_value == 0
