@@ -10,12 +10,9 @@ limits, honours cancel requests, and always writes a final status to job.json.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
-import resource
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +21,7 @@ from typing import Any
 
 from helix_engine.errors import HelixError
 from helix_engine.jobs import procs
+from helix_engine.jobs.child import LOG_CAP_ENV, STUCK, Tee, pdeathsig_setup, reap, signal_text, stop_text
 from helix_engine.jobs.devices import lease_device
 from helix_engine.jobs.events import EVENTS_NAME, JOB_DIR_ENV
 from helix_engine.jobs.registry import (
@@ -34,8 +32,6 @@ from helix_engine.jobs.registry import (
 TIMEOUT_ENV = "HELIX_EVAL_TIMEOUT_SECONDS"
 DEFAULT_TIMEOUT_S = 300.0
 RSS_ENV = "HELIX_JOB_MAX_RSS_MB"
-LOG_CAP_ENV = "HELIX_JOB_MAX_LOG_MB"
-CORE_ENV = "HELIX_JOB_CORE_DUMPS"
 DEFAULT_LOG_CAP_MB = 64
 _POLL_S = 0.05
 _MEM_EVERY_S = 0.1
@@ -104,89 +100,6 @@ def child_environment(backend: Any, device: str | None, env: dict[str, str] | No
         paths.append(_REPO_ROOT)  # so `python -m helix_engine...` works from any cwd
     merged["PYTHONPATH"] = os.pathsep.join(paths)
     return merged
-
-
-def _pdeathsig_setup() -> Callable[[], None] | None:
-    """A preexec hook asking Linux to SIGKILL the child when its supervisor dies."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-    keep_cores = os.environ.get(CORE_ENV, "").lower() in ("1", "true", "yes")
-
-    def setup() -> None:
-        prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the supervisor died before prctl took effect
-            os._exit(137)
-        if not keep_cores:  # a crashing operator must not litter the workspace with core files
-            with contextlib.suppress(ValueError, OSError):
-                resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return setup
-
-
-def _signal_text(rc: int) -> str:
-    sig = -rc
-    try:
-        name = signal.Signals(sig).name
-    except ValueError:
-        name = f"signal {sig}"
-    hint = {
-        "SIGABRT": "the process aborted (os.abort() or a failed assertion in native code)",
-        "SIGSEGV": "the process accessed invalid memory (a crash in native code)",
-        "SIGKILL": "something killed it; if not helix, maybe the kernel's out-of-memory killer",
-        "SIGBUS": "the process hit a bus error (bad memory mapping)",
-        "SIGFPE": "the process hit a floating-point exception in native code",
-    }.get(name, "")
-    return f"killed by {name} (signal {sig})" + (f": {hint}" if hint else "")
-
-
-class _Tee(threading.Thread):
-    """Copies the child's combined stdout/stderr to output.log (capped) and maybe stderr."""
-
-    def __init__(self, fd: int, log_path: Path, echo: bool, cap_bytes: int) -> None:
-        super().__init__(daemon=True, name="helix-job-tee")
-        self.fd, self.log_path, self.echo, self.cap = fd, log_path, echo, cap_bytes
-        self.written = 0
-        self.tail = b""
-
-    def run(self) -> None:
-        with open(self.log_path, "ab") as log:
-            while True:
-                try:
-                    chunk = os.read(self.fd, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                self._remember(chunk)
-                if self.written < self.cap:
-                    part = chunk[: self.cap - self.written]
-                    log.write(part)
-                    self.written += len(part)
-                    if self.written >= self.cap:
-                        log.write(f"\n[helix: output.log reached {self.cap // (1024 * 1024)} MB; "
-                                  f"further output dropped ({LOG_CAP_ENV})]\n".encode())
-                    log.flush()
-                if self.echo:
-                    with contextlib.suppress(OSError, ValueError):
-                        sys.stderr.buffer.write(chunk)
-                        sys.stderr.flush()
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-    def _remember(self, chunk: bytes) -> None:
-        self.tail = (self.tail + chunk)[-4096:]
-
-    def last_line(self) -> str:
-        for raw in reversed(self.tail.splitlines()):
-            text = raw.decode("utf-8", "replace").strip()
-            if text:
-                return text[:200]
-        return ""
 
 
 @contextlib.contextmanager
@@ -314,14 +227,14 @@ def _supervise(
         proc = subprocess.Popen(
             [str(a) for a in argv], cwd=str(cwd), env=child_env, stdin=subprocess.DEVNULL,
             stdout=write_fd, stderr=write_fd, start_new_session=True,
-            preexec_fn=_pdeathsig_setup(),  # noqa: PLW1509 - only a prctl call
+            preexec_fn=pdeathsig_setup(),  # noqa: PLW1509 - only a prctl call
         )
     except OSError as exc:
         os.close(read_fd)
         os.close(write_fd)
         return finish("failed", f"could not start {argv[0]!r} ({exc.strerror or exc}); check the command")
     os.close(write_fd)
-    tee = _Tee(read_fd, folder / OUTPUT_NAME, echo, cap * 1024 * 1024)
+    tee = Tee(read_fd, folder / OUTPUT_NAME, echo, cap * 1024 * 1024)
     tee.start()
     pgid = proc.pid
     info.pid = proc.pid
@@ -345,9 +258,9 @@ def _supervise(
                 pass
             now = time.monotonic()
             if now >= deadline:
-                how = procs.terminate_group(pgid, grace_s, reap=proc)
-                outcome = ("timeout", f"timed out after {limit_s:g} s (limit: {limit_source}); the job's "
-                           f"processes were stopped with {how}. Raise {TIMEOUT_ENV} or make the run faster")
+                procs.terminate_group(pgid, grace_s, reap=proc)
+                outcome = ("timeout", f"timed out after {limit_s:g} s (limit: {limit_source}); the job "
+                           f"{stop_text(reap(proc))}. Raise {TIMEOUT_ENV} or make the run faster")
                 break
             if rss_limit is not None and now >= next_mem:
                 next_mem = now + _MEM_EVERY_S
@@ -359,11 +272,11 @@ def _supervise(
                                f"shapes or raise {RSS_ENV}")
                     break
             if cancel_requested(folder):
-                how = procs.terminate_group(pgid, grace_s, reap=proc)
-                outcome = ("cancelled", f"cancelled on request; the job's processes were stopped with {how}")
+                procs.terminate_group(pgid, grace_s, reap=proc)
+                outcome = ("cancelled", f"cancelled on request; the job {stop_text(reap(proc))}")
                 break
             pump()
-        rc = proc.wait()
+        rc = reap(proc)
     except BaseException:
         procs.terminate_group(pgid, min(grace_s, 2.0), reap=proc)
         with contextlib.suppress(Exception):
@@ -375,18 +288,21 @@ def _supervise(
         procs.terminate_group(pgid, min(grace_s, 1.0))
     procs.reap_group_zombies(pgid)
     tee.join(timeout=5)
+    if rc is None:
+        why = outcome[1] if outcome else "the job was stopped"
+        if STUCK not in why:
+            why += f"; its process {STUCK}"
+        return finish(outcome[0] if outcome else "failed", why, None)
     if outcome is None and rc != 0 and cancel_requested(folder):
         # another process (cancel_job) signalled the group before this loop saw the marker
-        how = _signal_text(rc).split(":")[0] if rc < 0 else f"exited with code {rc}"
-        outcome = ("cancelled", "cancelled on request; the process group got SIGTERM (then SIGKILL "
-                   f"if it outlived the grace period); the child {how}")
+        outcome = ("cancelled", f"cancelled on request; the job {stop_text(rc)}")
     if outcome is not None:
         return finish(outcome[0], outcome[1], rc)
     if rc == 0:
         return finish("passed", None, 0)
     last = tee.last_line()
     if rc < 0:
-        text = _signal_text(rc)
+        text = signal_text(rc)
     else:
         text = f"exited with code {rc}"
     return finish("failed", text + (f"; last output: {last}" if last else ""), rc)
