@@ -1,12 +1,12 @@
-"""Row softmax, fused but tiled: walk each row in small BLOCK_N tiles instead of holding it.
+"""Row softmax, fused but tiled: one program per row, walking it in small BLOCK_N tiles.
 
-Hypothesis: holding a whole row in registers (BLOCK_N = next_power_of_2(n_cols)) wastes lanes
+Hypothesis: holding whole rows in registers (BLOCK_N = next_power_of_2(n_cols)) wastes lanes
 on padding for ragged widths and spills for wide rows; a fixed 16-wide tile loop needs no
-padding and keeps register use constant.
+padding and keeps register use constant whatever the width.
 
 What it costs: three passes over the row (max, exp-sum, normalize), so x is read three times
-instead of once, and every pass is a serial loop of tiny 16-element loads that cannot fill a
-warp or hide memory latency.
+instead of once; every pass is a serial loop of tiny 16-element loads that cannot fill a warp
+or hide memory latency; and short rows are no longer packed several to a program.
 """
 
 import torch
