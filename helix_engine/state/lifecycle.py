@@ -271,7 +271,11 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
         return _fail("round", str(exc), guideline.submit_round_guideline(str(exc)))
     if result.passed:
         cleanup.pass_cleanup(round_dir, result.round_state)
-    for problem in ledger.update_ledger(round_dir.parent, n, passed=result.passed, issues=result.issues):
+    try:
+        problems = ledger.update_ledger(round_dir.parent, n, passed=result.passed, issues=result.issues)
+    except Exception as exc:  # noqa: BLE001 - the ledger must never block recording the outcome
+        problems = [f"opt-note.md: the ledger could not be updated ({type(exc).__name__}: {exc})"]
+    for problem in problems:
         if result.passed:  # a pass stays a pass; the note says why the ledger is stale
             joiner = "; " if result.issues else " Notes: "
             result.issues.append(str(problem))

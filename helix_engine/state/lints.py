@@ -213,3 +213,17 @@ def lint_operator(path: Path, *, backend: str | None = None, shown_as: str | Non
     except (OSError, UnicodeDecodeError) as exc:
         return [Problem(shown_as or str(path), f"cannot be read for linting ({exc})", None, "warning")]
     return lint_source(source, shown_as or Path(path).name, backend=backend)
+
+
+def lint_round(round_dir: Path) -> list[Problem]:
+    """The hard-rule warnings for a round's operator, with the workspace's target backend (what
+    the cockpit shows next to a round before it is submitted)."""
+    from helix_engine.state import checks, measure
+
+    round_dir = Path(round_dir)
+    op_name, _, legacy = checks.expected_names(round_dir.parent)
+    operator = checks.resolve_round_operator(round_dir, op_name, legacy) if round_dir.is_dir() else None
+    if operator is None:
+        return []
+    backend = target_backend(round_dir.parent, measure.baseline_records(round_dir.parent))
+    return lint_operator(operator, backend=backend, shown_as=f"{round_dir.name}/{operator.name}")

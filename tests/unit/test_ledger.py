@@ -121,3 +121,14 @@ def test_result_text_and_parent_label() -> None:
     assert parent_label("whatever") == "whatever"
     assert result_text(None, ["missing attempts.md"]) == (
         "correctness not_run; benchmark not_run; rejected: missing attempts.md")
+
+
+def test_a_ledger_crash_never_blocks_the_outcome(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from helix_engine.state import ledger
+
+    def boom(*args: object, **kwargs: object) -> list:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(ledger, "update_ledger", boom)
+    payload = submit(ws, 1, 0.8)
+    assert payload["issues"] == ["opt-note.md: the ledger could not be updated (RuntimeError: disk on fire)"]

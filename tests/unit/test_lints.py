@@ -120,3 +120,21 @@ def test_target_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     assert target_backend(None, [npu_record]) == "cpu"
     monkeypatch.setenv("HELIX_BACKEND", "auto")
     assert target_backend(None, [npu_record]) == "npu"
+
+
+def test_lint_round_uses_the_workspace_backend(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    from state_fixtures import new_workspace, put_round, scaled
+
+    from helix_engine.state.lints import lint_round
+
+    monkeypatch.delenv("HELIX_BACKEND", raising=False)
+    ws = new_workspace(tmp_path)
+    rdir = put_round(ws, 1, scaled(0.8))
+    assert lint_round(rdir) == []
+    code = (rdir / "opt_add.py").read_text().replace("BLOCK=512)", "BLOCK=512, num_warps=4)")
+    (rdir / "opt_add.py").write_text(code)
+    [problem] = lint_round(rdir)
+    assert problem.file == "opt-round-1/opt_add.py" and "num_warps" in problem.message
+    monkeypatch.setenv("HELIX_BACKEND", "cuda")
+    assert lint_round(rdir) == []
+    assert lint_round(ws / "opt-round-9") == []
