@@ -30,7 +30,7 @@ class ActionRefused(HelixError):
 
 #: kind → (CLI subcommand for a round, for the baseline)
 JOB_COMMANDS: dict[str, tuple[str, str]] = {
-    "test": ("run-test-optimize", "run-test-baseline"),
+    "test": ("run-test", "run-test"),
     "bench": ("run-bench", "run-bench"),
     "probe": ("probe-bench", "probe-bench"),
     "profile": ("profile-bench", "profile-bench"),
@@ -66,13 +66,17 @@ def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *, commands: dict[str
     baseline_op = snap.baseline.operator_file if snap.baseline else None
     commands = _subparsers() if commands is None else commands
     command = JOB_COMMANDS[kind][0 if n is not None else 1]
-    if command not in commands and kind == "test":
-        command = "run-test"
     parser = commands.get(command)
     if parser is None:
         raise ActionRefused(f"this helix has no `{command}` command; update helix")
     flags = _flags(parser)
     argv = [command, "--operator-file", str(operator.relative_to(snap.root))]
+    harness = layout.harness_files(snap.root, snap.operator_file.stem) if snap.operator_file else {}
+    if kind != "test" and harness.get("bench") and "--bench-file" in flags:
+        argv += ["--bench-file", harness["bench"].name]
+    test_file = harness.get("differential_test") or harness.get("test")
+    if kind == "test" and test_file and "--test-file" in flags:
+        argv += ["--test-file", test_file.name]
     if kind == "test" and n is not None and baseline_op is not None:
         for flag in ("--ref-operator-file", "--baseline-operator-file"):
             if flag in flags:

@@ -196,7 +196,7 @@ def _recorder(tmp_path: Path, name: str) -> tuple[Path, Path]:
 
 @pytest.mark.parametrize(
     ("key", "command", "flag"),
-    [("t", "run-test-optimize", "--ref-operator-file"), ("b", "run-bench", None),
+    [("t", "run-test", "--ref-operator-file"), ("b", "run-bench", "--bench-file"),
      ("p", "probe-bench", "--baseline-operator-file"), ("f", "profile-bench", "--case-id")],
 )
 async def test_job_keys_spawn_the_cli(ws: Path, tmp_path: Path, monkeypatch, key: str, command: str, flag: str | None) -> None:

@@ -1,0 +1,139 @@
+"""Live updates: what another process writes appears without a key press (bounded waits),
+including a real job's events case by case; bad and vanished files never crash the cockpit."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+from textual.widgets import DataTable, ProgressBar, TabbedContent
+
+from builders import RoundSpec, write_perf, write_round
+from cockpit_helpers import ROUND_1, settle, wait_for
+from helix_tui.app import HelixApp
+
+CHILD = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    from helix_engine.jobs.events import EventWriter
+    gate = pathlib.Path(sys.argv[1])
+    ev = EventWriter.from_env()
+    cases = ["fp16_1024", "fp16_4096", "fp32_4096"]
+    for i, case in enumerate(cases):
+        ev.case_started(case, i, len(cases))
+        print(f"running {case}", flush=True)
+        ev.case_finished(case, {"case_label": case, "kernel_avg_time_us": 10.0 + i,
+                                "stats": {"median": 10.0 + i, "n": 50}})
+        ev.progress(i + 1, len(cases))
+        if i == 0:
+            while not gate.exists():   # hold after the first case until the test saw it
+                time.sleep(0.02)
+    ev.result({"status": "pass"})
+    """
+)
+
+
+def _start_job(ws: Path, argv: list[str], kind: str = "bench") -> threading.Thread:
+    from helix_engine.jobs.runner import run_job
+
+    thread = threading.Thread(
+        target=run_job, args=(ws, kind, argv),
+        kwargs={"round_name": "opt-round-1", "cwd": ws, "env": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+                "timeout_s": 60, "backend": "cpu"},
+        daemon=True,
+    )
+    thread.start()
+    return thread
+
+
+def rows(table: DataTable) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_outside_writes_appear_without_a_key(ws: Path) -> None:
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        app.selected = "opt-round-1"
+        await pilot.press("2")
+        tail = app.main.query_one("#attempts")
+        assert await wait_for(pilot, lambda: any("Attempt 1" in line for line in tail.text_lines()))
+        with open(ws / "opt-round-1" / "attempts.md", "a", encoding="utf-8") as handle:
+            handle.write("Attempt 2: unrolled the loop by 4.\n")
+        assert await wait_for(pilot, lambda: tail.text_lines()[-1] == "Attempt 2: unrolled the loop by 4.")
+        # a new round folder from an agent → a new node with its geomean
+        write_round(ws, 3, RoundSpec({k: v / 2 for k, v in ROUND_1.items()}, parent="opt-round-1", block=64))
+        tree = app.main.query_one("#tree")
+        assert await wait_for(pilot, lambda: "opt-round-3" in tree.nodes_by_key)
+        assert await wait_for(pilot, lambda: "2.31x" in str(tree.nodes_by_key["opt-round-3"].label))
+        # a rewritten perf file of the selected round → the perf pane changes
+        write_perf(ws / "opt-round-1" / "opt_add_perf.txt", {"fp16_1024": 5.0, "fp16_4096": 10.0, "fp32_4096": 20.0})
+        table = app.main.query_one("#perf-table", DataTable)
+        assert await wait_for(pilot, lambda: rows(table) and rows(table)[0][2] == "5.0")
+
+
+async def test_a_running_job_streams_case_by_case(ws: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "go"
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        thread = _start_job(ws, [sys.executable, "-c", CHILD, str(gate)])
+        jobs = app.main.query_one("#jobs")
+        cases = jobs.query_one("#job-cases", DataTable)
+        assert await wait_for(pilot, lambda: cases.row_count == 1)
+        assert rows(cases)[0][:3] == ["fp16_1024", "done", "10.00 µs"]
+        live = app.tracker.jobs[jobs.selected]
+        assert live.status == "running" and (live.done, live.total) == (1, 3)
+        assert jobs.query_one("#job-progress", ProgressBar).progress == 1
+        assert "1/3" in rows(jobs.query_one("#jobs-table", DataTable))[0][4]
+        gate.write_text("go")
+        assert await wait_for(pilot, lambda: cases.row_count == 3 and app.tracker.jobs[jobs.selected].status == "passed")
+        assert [r[0] for r in rows(cases)] == ["fp16_1024", "fp16_4096", "fp32_4096"]
+        log = jobs.query_one("#job-log")
+        assert await wait_for(pilot, lambda: any("running fp32_4096" in line for line in log.lines))
+        thread.join(10)
+
+
+async def test_cancel_key_stops_the_selected_job(ws: Path, tmp_path: Path) -> None:
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        thread = _start_job(ws, [sys.executable, "-c", "import time; print('sleeping', flush=True); time.sleep(60)"])
+        jobs = app.main.query_one("#jobs")
+        assert await wait_for(pilot, lambda: jobs.selected and app.tracker.jobs[jobs.selected].status == "running")
+        job_id = jobs.selected
+        await pilot.press("x")
+        job_file = ws / ".helix" / "jobs" / job_id / "job.json"
+        assert await wait_for(pilot, lambda: json.loads(job_file.read_text())["status"] == "cancelled", timeout=20)
+        assert await wait_for(pilot, lambda: app.tracker.jobs[job_id].status == "cancelled")
+        thread.join(10)
+        assert not thread.is_alive()
+
+
+async def test_bad_and_vanishing_files_never_crash(ws: Path) -> None:
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        app.selected = "opt-round-2"
+        await pilot.press("2")
+        tail = app.main.query_one("#attempts")
+        tree = app.main.query_one("#tree")
+        (ws / "opt-round-2" / "attempts.md").unlink()
+        assert await wait_for(pilot, lambda: tail.text_lines() == ["attempts.md was removed"])
+        (ws / "opt-round-2" / "opt_add_perf.txt").write_bytes(b"{broken\n\x00\xff")
+        assert await wait_for(pilot, lambda: "!" in str(tree.nodes_by_key["opt-round-2"].label))
+        (ws / ".helix" / "jobs" / "junk").mkdir(parents=True)
+        (ws / ".helix" / "jobs" / "junk" / "job.json").write_text("{half")
+        (ws / ".helix" / "state.json").write_text("[]")
+        import shutil
+
+        shutil.rmtree(ws / "opt-round-2")
+        assert await wait_for(pilot, lambda: "opt-round-2" not in tree.nodes_by_key)
+        assert await wait_for(pilot, lambda: app.selected == "baseline")
+        assert app.main.query_one("#tabs", TabbedContent).active == "tab-attempts"
+        assert "problem" in str(app.main.query_one("#header").render())
