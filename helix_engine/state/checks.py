@@ -247,7 +247,15 @@ def is_completed(round_dir: Path) -> bool:
 
 
 def _fail(issues: list[str], stage: str, **extra: Any) -> CheckResult:
-    return CheckResult(status="fail", issues=issues, guideline=fail_guideline("round", issues), stage=stage, **extra)
+    """A failing result; the hard-rule lints ride along for the cockpit (never in the payload)."""
+    result = CheckResult(status="fail", issues=issues, guideline=fail_guideline("round", issues), stage=stage, **extra)
+    operator = extra.get("operator_path")
+    if operator is not None:
+        try:
+            result.lints = lints.lint_round(operator.parent)
+        except Exception:  # noqa: BLE001 - lints are advisory; a failure here must not hide the verdict
+            result.lints = []
+    return result
 
 
 # ------------------------------------------------------------------------------- the checker

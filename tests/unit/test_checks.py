@@ -189,3 +189,13 @@ def test_lints_come_back_as_pass_notes(ws: Path) -> None:
     assert result.issues == [f"opt-round-1/opt_add.py:{line}: " + result.lints[0].message]
     assert result.guideline == "round check passed Notes: " + result.issues[0]
     assert BASELINE  # the fixture's baseline is what the round was scaled from
+
+
+def test_lints_ride_along_on_a_failing_check(ws: Path) -> None:
+    rdir = put_round(ws, 1, scaled(0.8))
+    code = (rdir / "opt_add.py").read_text().replace("BLOCK=512)", "BLOCK=512, num_warps=4)")
+    (rdir / "opt_add.py").write_text(code)
+    (rdir / "attempts.md").unlink()
+    result = check_round(rdir)
+    assert result.issues == ["missing attempts.md"]  # the payload stays upstream's
+    assert [p.file for p in result.lints] == ["opt-round-1/opt_add.py"]
