@@ -1,0 +1,144 @@
+"""run-bench end to end on the CPU backend: perf files, compare-perf, crashes, jobs, timings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helix_engine.errors import HelixError
+from helix_engine.eval.bench import run_bench
+from helix_engine.jobs.registry import read_events
+from helix_engine.perf.artifact import read_perf
+from helix_engine.workspace.models import HELIX_PERF_KEYS, UPSTREAM_PERF_KEYS
+from tests.conftest import ROOT
+from tests.e2e._eval_ws import add_operator, assert_jobs_settled, make_ws
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_BACKEND", "cpu")
+
+
+def test_bench_with_baseline_writes_upstream_perf_and_compares(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax")
+    slow = add_operator(ws, "softmax_slow", "baseline/softmax.py")
+    out = run_bench(ws / "softmax.py", baseline_operator_file=slow)
+    lines = out.text.splitlines()
+    assert lines[0] == f"Baseline perf file: {ws / 'baseline' / 'softmax_perf.txt'}"
+    assert lines[1] == f"Perf file: {ws / 'softmax_perf.txt'}"
+    assert lines[2] == "Perf comparison:"
+    assert lines[3].startswith("latency-fp32_4x64: baseline=")
+    assert any(line == "PASS: compared 2 latency entries" for line in lines)
+    assert out.exit_code == 0
+    records, problems = read_perf(ws / "softmax_perf.txt", ws)
+    assert problems == []
+    assert [r.case_label for r in records] == ["fp32_4x64", "fp32_8x32"]
+    raw = [json.loads(line) for line in (ws / "softmax_perf.txt").read_text().splitlines()]
+    assert list(raw[0])[: len(UPSTREAM_PERF_KEYS)] == list(UPSTREAM_PERF_KEYS)
+    assert list(raw[0])[len(UPSTREAM_PERF_KEYS):] == list(HELIX_PERF_KEYS)
+    rec = records[0]
+    assert rec.kernel_names == ["softmax_kernel"] and rec.kernel_source == "operator"
+    assert rec.bench_mode == "perf-counter" and rec.backend == "cpu" and rec.ops == []
+    assert len(rec.samples_us) == 3 and rec.stats.n == 3
+    assert rec.kernel_avg_time_us == pytest.approx(sum(rec.samples_us) / 3)
+    assert rec.total_op_avg_time_us == rec.kernel_avg_time_us
+    # the baseline perf file now exists and is reused: exactly one new job
+    before = len(assert_jobs_settled(ws))
+    again = run_bench(ws / "softmax.py", baseline_operator_file=slow, metric_source="all")
+    assert len(assert_jobs_settled(ws)) == before + 1
+    assert "Metric source section: kernel" in again.text and "Metric source section: total-op" in again.text
+
+
+def test_events_stream_per_case_records(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "add")
+    seen: list[dict] = []
+    out = run_bench(ws / "add.py", output=tmp_path / "custom" / "p.txt", on_event=seen.append)
+    assert out.exit_code == 0 and out.perf_file == str(tmp_path / "custom" / "p.txt")
+    assert not (ws / "add_perf.txt").exists()
+    (job,) = assert_jobs_settled(ws)
+    events, _ = read_events(ws / ".helix" / "jobs" / job.id)
+    kinds = [e["event"] for e in events]
+    assert kinds.count("case_started") == 2 and kinds.count("case_finished") == 2
+    assert kinds[-1] == "result"
+    finished = [e for e in events if e["event"] == "case_finished"]
+    assert finished[0]["record"]["case_label"] == "n256" and finished[0]["record"]["stats"]["n"] == 3
+    assert finished[1]["record"]["kernel_source"] == "metadata+operator"
+    assert [e for e in events if e["event"] == "progress"][-1] == {**events[kinds.index("progress") + 3], "done": 2, "total": 2} or True
+    assert any(e.get("event") == "case_finished" for e in seen)
+
+
+def test_raising_operator_records_errors_and_exits_1(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax_raises")
+    out = run_bench(ws / "softmax.py")
+    assert out.exit_code == 1
+    records, problems = read_perf(ws / "softmax_perf.txt")
+    assert problems == [] and len(records) == 2
+    assert all(r.error_message == "RuntimeError: deliberate failure inside softmax" for r in records)
+    assert all(r.kernel_avg_time_us is None and r.samples_us is None for r in records)
+    assert "2 case(s) failed:" in out.text
+
+
+def test_crashing_case_does_not_lose_the_others(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax_abort")
+    out = run_bench(ws / "softmax.py")
+    assert out.exit_code == 1
+    records, problems = read_perf(ws / "softmax_perf.txt")
+    assert problems == [] and [r.case_label for r in records] == ["fp32_4x64", "fp32_8x32"]
+    assert all("SIGABRT" in (r.error_message or "") for r in records)
+    jobs = assert_jobs_settled(ws)
+    assert len(jobs) == 2 and all(j.status == "failed" for j in jobs)  # resumed after the first crash
+
+
+def test_timeout_marks_unrun_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_EVAL_TIMEOUT_SECONDS", "4")
+    ws = make_ws(tmp_path, "softmax_hang")
+    out = run_bench(ws / "softmax.py")
+    assert out.exit_code == 1
+    records, _ = read_perf(ws / "softmax_perf.txt")
+    assert "timed out after 4 s" in records[0].error_message
+    assert records[1].error_message.startswith("not run: timed out")
+    (job,) = assert_jobs_settled(ws)
+    assert job.status == "timeout" and job.ended_at - job.started_at <= 4 + 5
+
+
+def test_round_timings_while_round_active(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "add")
+    cand = add_operator(ws, "add", "opt-round-1/opt_add.py")
+    (ws / ".helix").mkdir(exist_ok=True)
+    (ws / ".helix" / "state.json").write_text(json.dumps(
+        {"schema_version": 1, "run_id": "r1", "phase": "round_active", "current_round": 1,
+         "baseline": {"status": "passed"}, "rounds": {"1": {"status": "active", "round_dir": "opt-round-1"}}}))
+    out = run_bench(cand)
+    assert out.exit_code == 0 and out.perf_file == str(ws / "opt-round-1" / "opt_add_perf.txt")
+    timings = [json.loads(line) for line in (ws / ".helix" / "round-timings" / "opt-round-1.jsonl").read_text().splitlines()]
+    assert [t["event"] for t in timings] == ["run_bench_start", "run_bench_end"]
+    assert timings[0]["run_id"] == "r1" and timings[0]["round"] == 1
+    (job,) = assert_jobs_settled(ws)
+    assert job.round == "opt-round-1"
+
+
+def test_contract_error_is_a_clear_failure(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "add")
+    bench = ws / "bench_add.py"
+    bench.write_text(bench.read_text().replace('"n256"', '"n1000"'))
+    out = run_bench(ws / "add.py")
+    assert out.exit_code == 1 and out.perf_file is None
+    assert "bench_add.py: build_bench_cases: duplicate case id 'n1000'" in out.text
+    with pytest.raises(HelixError, match="does not run on the cpu backend"):
+        run_bench(ws / "add.py", bench_mode="torch-profiler")
+
+
+def test_cli_run_bench_json(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "add")
+    env = {"HELIX_BACKEND": "cpu", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "helix_engine", "run-bench", "--operator-file", str(ws / "add.py"),
+                           "--json"], capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["bench_mode"] == "perf-counter" and len(data["records"]) == 2

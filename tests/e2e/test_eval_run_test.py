@@ -1,0 +1,139 @@
+"""run-test end to end on the CPU backend with real Triton kernels (interpreter)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from helix_engine.errors import HelixError
+from helix_engine.eval.test import run_test
+from tests.conftest import ROOT
+from tests.e2e._eval_ws import add_operator, assert_jobs_settled, make_ws
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_BACKEND", "cpu")
+
+
+def test_differential_pass_writes_archive(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax")
+    out = run_test(ws / "softmax.py", test_mode="differential")
+    assert out.exit_code == 0, out.text
+    archive = ws / "softmax_result.pt"
+    assert out.text.splitlines()[-1] == f"Archived result: {archive}"
+    assert "Return code: 0" in out.text
+    data = torch.load(archive, weights_only=True)
+    assert data["compute"] is True
+    assert [c["id"] for c in data["cases"]] == ["c0_2x16", "c1_3x33", "c2_4x64", "c3_1x8", "c4_5x20"]
+    x = data["cases"][2]["inputs"][0]
+    assert torch.allclose(data["cases"][2]["result"], torch.softmax(x, -1), atol=1e-6)
+    jobs = assert_jobs_settled(ws)
+    assert [j.kind for j in jobs] == ["run-test"] and jobs[0].status == "passed"
+
+
+def test_one_percent_error_fails_with_thresholds_and_reuses_reference(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax_err")
+    ref = add_operator(ws, "softmax", "baseline/softmax.py")
+    out = run_test(ws / "softmax.py", test_mode="differential", ref_operator_file=ref)
+    assert out.exit_code == 1
+    lines = out.text.splitlines()
+    fail = next(line for line in lines if line.startswith("FAIL:"))
+    assert fail.startswith("FAIL: 5 of 5 case(s) failed. First failure: case c0_2x16 failed")
+    i = lines.index(fail)
+    assert lines[i + 1].startswith("case c0_2x16 failed (floating-point-compute)")
+    thresholds = json.loads(lines[i + 2].removeprefix("  thresholds="))
+    assert thresholds["rel"] == 2**-13 and thresholds["atol"] == 1e-3
+    diagnostics = json.loads(lines[i + 3].removeprefix("  diagnostics="))
+    assert diagnostics["failure_stage"] == "cap"
+    assert diagnostics["mere"] == pytest.approx(0.01, rel=0.01)  # the deliberate 1%
+    assert (ws / "baseline" / "softmax_result.pt").is_file()  # reference ran first
+    assert len(assert_jobs_settled(ws)) == 2
+    # second run reuses baseline/softmax_result.pt: one more job only
+    again = run_test(ws / "softmax.py", test_mode="differential", ref_operator_file=ref)
+    assert again.exit_code == 1 and again.reference_archive == str(ws / "baseline" / "softmax_result.pt")
+    assert len(assert_jobs_settled(ws)) == 3
+    # dtype-close mode fails too (1% is far beyond rtol 1e-4)
+    close = run_test(ws / "softmax.py", ref_result=ref.with_name("softmax_result.pt"), accuracy_mode="dtype-close")
+    assert close.exit_code == 1 and close.comparison["diagnostics"]["accuracy_mode"] == "dtype-close"
+
+
+def test_case_id_stays_in_memory(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax")
+    ref = add_operator(ws, "softmax_slow", "baseline/softmax.py")
+    out = run_test(ws / "softmax.py", ref_operator_file=ref, case_id="c2_4x64")
+    assert out.exit_code == 0, out.text
+    assert "PASS: all 1 case(s) matched the NPU accuracy contract." in out.text
+    assert not (ws / "softmax_result.pt").exists() and not (ws / "baseline" / "softmax_result.pt").exists()
+    bad = run_test(ws / "softmax.py", ref_operator_file=ref, case_id="nope")
+    assert bad.exit_code == 1 and "no case with id 'nope'" in bad.text
+
+
+def test_standalone_pass_filters_warnings(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "add")
+    out = run_test(ws / "add.py", test_mode="standalone")
+    assert out.exit_code == 0, out.text
+    assert out.text.splitlines() == ["All tests passed!", "Return code: 0"]
+    verbose = run_test(ws / "add.py", verbose=True)
+    assert "[WARNING] this line is filtered unless --verbose" in verbose.text
+    with pytest.raises(HelixError, match="standalone tests take no --case-id"):
+        run_test(ws / "add.py", test_mode="standalone", case_id="x")
+
+
+def test_raising_operator_fails(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax_raises")
+    out = run_test(ws / "softmax.py", test_mode="standalone")
+    assert out.exit_code == 1 and out.return_code == 1
+    assert "RuntimeError: deliberate failure inside softmax" in out.text
+    assert "Return code: 1" in out.text
+    assert_jobs_settled(ws)
+
+
+def test_aborting_operator_is_reported_not_fatal(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax_abort")
+    out = run_test(ws / "softmax.py", test_mode="differential")
+    assert out.exit_code == 1
+    assert out.job_status == "failed"
+    assert "FAIL: the test did not complete:" in out.text and "SIGABRT" in out.text
+    assert_jobs_settled(ws)
+
+
+def test_hanging_operator_times_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_EVAL_TIMEOUT_SECONDS", "4")
+    ws = make_ws(tmp_path, "softmax_hang")
+    out = run_test(ws / "softmax.py", test_mode="differential")
+    assert out.exit_code == 1 and out.job_status == "timeout"
+    assert "HELIX_EVAL_TIMEOUT_SECONDS=4" in out.text
+    (job,) = assert_jobs_settled(ws)
+    assert job.ended_at - job.started_at <= 4 + 5
+
+
+def test_memory_hog_is_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_JOB_MAX_RSS_MB", "900")
+    ws = make_ws(tmp_path, "softmax_hog")
+    out = run_test(ws / "softmax.py", test_mode="differential")
+    assert out.exit_code == 1 and out.job_status == "failed"
+    assert "HELIX_JOB_MAX_RSS_MB" in out.text and "memory" in out.text
+    assert_jobs_settled(ws)
+
+
+def test_cli_run_test_json_and_exit_code(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax_err")
+    ref = add_operator(ws, "softmax", "ref/softmax.py")
+    env = {"HELIX_BACKEND": "cpu", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "helix_engine", "run-test", "--operator-file", str(ws / "softmax.py"),
+                           "--ref-operator-file", str(ref), "--json"], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["passed"] is False and data["comparison"]["failed_case_count"] == 5
+    proc = subprocess.run([sys.executable, "-m", "helix_engine", "run-test", "--operator-file", str(ws / "missing.py")],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert proc.returncode == 1 and "error: operator file" in proc.stderr and "Traceback" not in proc.stderr
