@@ -313,6 +313,12 @@ def _derive(snap: WorkspaceSnapshot) -> None:
             view.problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "comparison_target_path does not "
                                          f"point to the baseline perf file ({shown(base_perf, snap.root)}); "
                                          "canonical comparisons always use the baseline", severity="warning"))
+    base_real = _safe_resolve(snap.baseline.perf_file) if snap.baseline and snap.baseline.perf_file else None
+    for n, view in snap.rounds.items():
+        if base_real is not None and view.perf_file is not None and _safe_resolve(view.perf_file) == base_real:
+            view.problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "perf_artifact is the baseline's "
+                                         "perf file, so the round compares the baseline with itself; bench "
+                                         f"the round into {view.name}/", severity="warning"))
     if wf is not None:
         for key, entry in wf.rounds.items():
             if key.isdigit() and int(key) not in existing:

@@ -305,7 +305,43 @@ def utf8_bom_round_state(root: Path) -> Expect:
     return [("opt-round-2/round-state.json", "not valid JSON")]
 
 
+def huge_opt_note(root: Path) -> Expect:
+    ws = _good(root, "huge_opt_note")
+    with open(ws / "opt-note.md", "ab") as handle:
+        handle.truncate(17 * 1024 * 1024)
+    return [("opt-note.md", "over the")]
+
+
+def huge_perf(root: Path) -> Expect:
+    ws = _good(root, "huge_perf")
+    with open(ws / "opt-round-2" / "opt_add_perf.txt", "ab") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    return [("opt-round-2/opt_add_perf.txt", "over the")]
+
+
+def baseline_state_mode_mismatch(root: Path) -> Expect:
+    ws = _good(root, "baseline_state_mode_mismatch")
+    path = ws / "baseline" / "state.json"
+    path.write_text(path.read_text().replace('"torch-npu-profiler"', '"msprof"'))
+    return [("baseline/state.json", "bench_mode is msprof")]
+
+
+def round_perf_is_the_baseline(root: Path) -> Expect:
+    ws = _good(root, "round_perf_is_the_baseline")
+    _edit_state(ws, 2, perf_artifact="../baseline/add_perf.txt")
+    return [("opt-round-2/round-state.json", "compares the baseline with itself")]
+
+
+def perf_is_a_directory(root: Path) -> Expect:
+    ws = _good(root, "perf_is_a_directory")
+    perf = ws / "opt-round-2" / "opt_add_perf.txt"
+    perf.unlink()
+    perf.mkdir()
+    return [("opt-round-2/round-state.json", "missing file")]
+
+
 CASES: list[Callable[[Path], Expect]] = [
+    huge_opt_note, huge_perf, baseline_state_mode_mismatch, round_perf_is_the_baseline, perf_is_a_directory,
     missing_everything, empty_round_state, truncated_round_state, binary_round_state, non_utf8_opt_note,
     wrongly_typed_round_state, round_state_is_a_list, deeply_nested_json, huge_round_state, huge_attempts,
     contradictory_workflow, duplicate_labels_round, duplicate_labels_baseline, mismatched_bench_mode,
@@ -381,7 +417,6 @@ def test_snapshot_never_reads_attempts_md(corpus: tuple[Path, dict[str, Expect]]
     assert snap.best_round == 2
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["--json", "--format=text"])
 def test_helix_status_on_the_whole_corpus(corpus: tuple[Path, dict[str, Expect]], fmt: str) -> None:
     root, expectations = corpus
