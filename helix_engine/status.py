@@ -287,6 +287,10 @@ def render_trend_text(items: list[OperatorStatus]) -> str:
 
 def render(items: list[OperatorStatus], *, view: str = "best", fmt: str = "text", color: bool = False) -> str:
     if view == "trend":
+        if fmt == "html":
+            from helix_engine.status_html import render_trend_html
+
+            return render_trend_html(items)
         if fmt == "json":
             return json.dumps(render_trend_json(items), indent=2, ensure_ascii=False) + "\n"
         return render_trend_markdown(items) if fmt == "markdown" else render_trend_text(items)

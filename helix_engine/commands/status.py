@@ -26,8 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     parser.add_argument("-i", "--input", dest="inputs", action="append", type=Path, default=[],
                         metavar="PATH", help="same as PATH (upstream spelling); may be repeated")
     parser.add_argument("--json", action="store_true", help="same as --format json")
-    parser.add_argument("--format", choices=("text", "markdown", "json"), default=None,
-                        help="output format (default text)")
+    parser.add_argument("--format", choices=("text", "markdown", "json", "html"),
+                        default=None, help="output format (default text; html only with --view trend)")
     parser.add_argument("--view", choices=("best", "trend"), default="best",
                         help="best: one block per workspace; trend: geomean speedup per round")
     parser.add_argument("-m", "--metric-source", dest="metric", choices=("auto", "kernel", "total-op"),
@@ -48,6 +48,9 @@ def run_status(args: argparse.Namespace) -> int:
     from helix_engine.status import collect, render
 
     fmt = "json" if args.json else (args.format or "text")
+    if fmt == "html" and args.view != "trend":
+        raise HelixError("--format html is only available with --view trend; add --view trend, or use "
+                         "--format text, markdown or json")
     paths = [*args.paths, *args.inputs] or [Path(".")]
     statuses, missing = collect(paths, args.metric)
     if not statuses:

@@ -204,3 +204,14 @@ def test_cli_subprocess_json(folder: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(json.loads(proc.stdout)["operators"]) == 4
+
+
+def test_trend_html(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = _run(capsys, str(folder), "--view", "trend", "--format", "html")
+    assert rc == 0
+    assert "<title>Operator Speedup Trends</title>" in out
+    assert out.count('<div class="card">') == 2  # beta, gamma (zeta has no comparable round)
+    assert "max 1.49x</span> · start 1.18x" in out
+    assert '<svg viewBox="0 0 440 230"' in out
+    rc, _, err = _run(capsys, str(folder), "--format", "html")
+    assert rc == 1 and "only available with --view trend" in err
