@@ -199,3 +199,18 @@ def test_lints_ride_along_on_a_failing_check(ws: Path) -> None:
     result = check_round(rdir)
     assert result.issues == ["missing attempts.md"]  # the payload stays upstream's
     assert [p.file for p in result.lints] == ["opt-round-1/opt_add.py"]
+
+
+@pytest.mark.parametrize(
+    ("content", "start"),
+    [(b"[1, 2]", "round-state.json must contain a JSON object"),
+     (b"\xff\xfe\x00garbage", "round-state.json cannot be read as UTF-8 text"),
+     (b'{"round": ', "round-state.json is not valid JSON"),
+     (b"", "round-state.json is not valid JSON")],
+)
+def test_hostile_round_state_files(ws: Path, content: bytes, start: str) -> None:
+    rdir = put_round(ws, 1, scaled(0.8))
+    (rdir / "round-state.json").write_bytes(content)
+    result = check_round(rdir)
+    assert result.status == "fail" and not result.terminal
+    assert any(issue.startswith(start) for issue in result.issues), result.issues

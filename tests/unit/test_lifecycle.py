@@ -271,3 +271,19 @@ def test_write_round_state_validates_and_keeps_unknown_keys(accepted: Path) -> N
     fresh.mkdir()
     write_round_state(fresh, hypothesis="h", correctness_status="failed")
     assert read_json(fresh / "round-state.json")["round"] == "opt-round-2"
+
+
+@pytest.mark.parametrize(
+    ("content", "issue"),
+    [(b"\xff\x00", "malformed workflow state JSON"), (b"[]", "workflow state must be a JSON object"),
+     (b'{"schema_version": 2}', "unsupported workflow state schema_version: 2"),
+     (json.dumps({**workflow_state(), "phase": "round_active", "current_round": 4}).encode(),
+      "invalid workflow state: phase=round_active requires rounds[4]")],
+)
+def test_hostile_workflow_state_asks_for_a_restart(ws: Path, content: bytes, issue: str) -> None:
+    (ws / ".helix").mkdir()
+    (ws / ".helix" / "state.json").write_bytes(content)
+    payload, code = start(ws)
+    assert code == 1 and payload["issues"][0].startswith(issue)
+    assert "restart the optimize session" in payload["guideline"]
+    assert (ws / ".helix" / "state.json").read_bytes() == content
