@@ -130,7 +130,7 @@ def build_trace_report(profile_dir: Path, trace: Path, target_op: str | None, to
     report = ProfileReport(source=f"torch-profiler-{backend}", backend=backend, time_label=label,
                            profile_dir=str(profile_dir), files={"trace": str(trace)})
     fill_common(report, hotspots, top)
-    steps = sum(1 for e in events if str(e.get("name", "")).startswith("ProfilerStep#"))
+    steps = len({str(e.get("name")) for e in events if str(e.get("name", "")).startswith("ProfilerStep#")})
     if backend == "cpu":
         report.notes.append("cpu backend: Triton ran in its interpreter; times are Python/CPU time, useful only "
                             "to see which kernel dominates, never as device performance")
