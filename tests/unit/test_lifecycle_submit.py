@@ -72,6 +72,11 @@ def test_full_loop_stops_on_the_min_speedup_target(ws: Path, monkeypatch: pytest
     assert all(json.loads((ws / f"opt-round-{n}" / "round-state.json").read_text())["opt_note_updated"] for n in (1, 2, 3))
     ends = [json.loads(line)["event"] for line in (ws / ".helix/round-timings/opt-round-3.jsonl").read_text().splitlines()]
     assert ends == ["round_start", "round_end"]
+    # helix status reads the same best round from the numbers and from the ledger.
+    from helix_engine.workspace.snapshot import load_workspace
+
+    snap = load_workspace(ws)
+    assert snap.best_round == 3 and snap.logged_best == "round-3"
 
 
 def test_batch_end_and_plain_guidelines(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
