@@ -207,10 +207,10 @@ def inspect_round(round_dir: Path) -> Artifacts:
         perf_required = state is None or state.benchmark_status == "passed"
         if perf_path is None and perf_required:
             issues.append(_missing_path("perf_artifact", declared_perf, perf_name))
-        elif perf_path is not None and declared_perf is not None and Path(declared_perf).name != perf_path.name:
-            issues.append(f"perf_artifact must use {perf_name} (got {declared_perf})")
-        elif perf_path is not None and declared_perf is not None and perf_name.startswith("opt_") \
-                and "<" not in perf_name and perf_path.name not in (perf_name, "perf.txt"):
+        elif perf_path is not None and declared_perf is not None and (
+            Path(declared_perf).name != perf_path.name
+            or ("<" not in perf_name and perf_path.name not in (perf_name, "perf.txt"))
+        ):
             issues.append(f"perf_artifact must use {perf_name} (got {declared_perf})")
     declared_analysis = state.perf_analysis_path if state else None
     if declared_analysis is not None:

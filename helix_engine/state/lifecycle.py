@@ -133,7 +133,7 @@ def _start_locked(path: Path, round_dir: Path, strategy: str, policy: str, why: 
         )
     state.phase = "round_active"
     state.current_round = n
-    state.rounds[str(n)] = workflow.active_entry(state, n, workflow.strategy_state(strategy, policy, why, "start-round"))
+    state.rounds[str(n)] = workflow.active_entry(n, workflow.strategy_state(strategy, policy, why, "start-round"))
     workflow.save_workflow(path, state)
     workflow.append_timing(round_dir.parent, n, "round_start", state.run_id)
     _mirror(round_dir / layout.ATTEMPTS, StateUpdate(workflow.utc_now(), "start-round", strategy, policy, why,

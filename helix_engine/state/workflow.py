@@ -180,7 +180,7 @@ def strategy_state(strategy: str, policy: str, reason: str, updated_by: str) -> 
     )
 
 
-def active_entry(state: WorkflowState, n: int, strategy: StrategyState) -> RoundEntry:
+def active_entry(n: int, strategy: StrategyState) -> RoundEntry:
     return RoundEntry(
         status="active",
         round_dir=layout.round_dir_name(n),
