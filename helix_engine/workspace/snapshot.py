@@ -166,9 +166,8 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
         rel = _relative(root, Path(raw))
         if rel is None:
             continue
-        if not rel.parts:
-            parts.update({"layout", "baseline", "opt_note", "workflow", "verify"})
-            continue
+        if not rel.parts:  # the workspace folder itself: everything may have changed
+            return _load(root)
         head = rel.parts[0]
         n = layout.round_number(head)
         if n is not None:

@@ -161,3 +161,13 @@ def test_reload_when_a_round_becomes_malformed_and_recovers(tmp_path: Path) -> N
     fixed = reload(broken, [target])
     assert fixed.best_round == 2
     assert not any(p.file == "opt-round-2/round-state.json" for p in fixed.problems)
+
+
+def test_reload_with_the_workspace_itself_reads_everything(tmp_path: Path, perf_reads: list[Path]) -> None:
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    write_perf(ws / "opt-round-1" / "opt_add_perf.txt", {"a": 1.0, "b": 1.0})
+    perf_reads.clear()
+    new = reload(snap, [ws])
+    assert len(perf_reads) == 4 and new.best_round == 1
+    _same(new, load_workspace(ws))
