@@ -110,6 +110,12 @@ class RoundTree(Tree[str]):
             key = round_key(kids[0]) if kids else None
 
     def focus_key(self, key: str) -> None:
+        """Put the cursor on ``key`` once the rebuilt lines exist (else it lands on line 0 and
+        the selection would jump)."""
         node = self.nodes_by_key.get(key)
-        if node is not None:
-            self.move_cursor(node)
+        if node is None:
+            return
+        if node.line < 0:
+            self.call_after_refresh(self.focus_key, key)
+            return
+        self.move_cursor(node, animate=False)

@@ -1,0 +1,186 @@
+"""Units under the cockpit: the file tail (never loads a whole file), the watcher's events,
+the job view's folding of events, the round tree's shape, and the 80×24 layout."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual.app import App, ComposeResult
+
+from builders import RoundSpec, build_workspace
+from cockpit_helpers import settle, wait_for
+from helix_engine.jobs.events import EventWriter
+from helix_engine.watch import (
+    AttemptsAppended,
+    BaselineChanged,
+    JobEvent,
+    PerfChanged,
+    RoundChanged,
+    WorkspaceChanged,
+    classify,
+    coalesce,
+    watch_workspace,
+)
+from helix_engine.workspace.snapshot import load_workspace
+from helix_tui.app import HelixApp
+from helix_tui.jobs_state import JobLive, JobTracker
+from helix_tui.widgets.file_tail import FileTail
+from helix_tui.widgets.round_tree import RoundTree
+
+
+class TailApp(App[None]):
+    def __init__(self, path: Path, chunk: int) -> None:
+        super().__init__()
+        self.path, self.chunk = path, chunk
+
+    def compose(self) -> ComposeResult:
+        yield FileTail(chunk_bytes=self.chunk, id="tail")
+
+    def on_mount(self) -> None:
+        self.query_one(FileTail).open(self.path)
+
+
+async def test_file_tail_reads_only_the_end_and_pages_back(tmp_path: Path) -> None:
+    path = tmp_path / "attempts.md"
+    path.write_text("".join(f"line {i:06d}\n" for i in range(200_000)))  # 2.4 MB
+    app = TailApp(path, chunk=4096)
+    async with app.run_test(size=(60, 20)) as pilot:
+        tail = app.query_one(FileTail)
+        await pilot.pause()
+        assert len(tail.lines) < 400 and tail.lines[-1] == "line 199999"
+        assert tail.start > 2_000_000 and tail.text_lines()[0].startswith("…")
+        first = tail.lines[0]
+        tail.action_older()
+        await pilot.pause()
+        assert tail.lines.index(first) > 0 and len(tail.lines) < 800
+        with open(path, "a") as handle:
+            handle.write("appended\npartial")
+        assert tail.poll()
+        assert tail.text_lines()[-2:] == ["appended", "partial"]
+        with open(path, "a") as handle:
+            handle.write(" line done\n")
+        assert tail.poll() and tail.text_lines()[-1] == "partial line done"
+        path.write_text("short\n")  # truncated/replaced: reopen
+        assert tail.poll() and tail.text_lines() == ["short"]
+        path.unlink()
+        assert tail.poll() and tail.text_lines() == ["attempts.md was removed"]
+
+
+async def test_file_tail_handles_bad_bytes_and_long_lines(tmp_path: Path) -> None:
+    path = tmp_path / "summary.md"
+    path.write_bytes(b"# title\n\xff\xfe bad utf8\n" + b"x" * 100_000 + b"\n")
+    app = TailApp(path, chunk=1 << 20)
+    async with app.run_test(size=(40, 10)) as pilot:
+        await pilot.pause()
+        tail = app.query_one(FileTail)
+        assert tail.lines[0] == "# title" and "bad utf8" in tail.lines[1]
+        assert tail.virtual_size.width <= 1001
+
+
+def test_classify_maps_contract_files_to_events(tmp_path: Path) -> None:
+    root = tmp_path
+    assert classify(root, root / "opt-round-3" / "attempts.md") == [RoundChanged(3), AttemptsAppended(3)]
+    perf = root / "opt-round-3" / "opt_add_perf.txt"
+    assert classify(root, perf) == [RoundChanged(3), PerfChanged(perf)]
+    assert classify(root, root / "baseline" / "add_perf.txt")[0] == BaselineChanged()
+    assert classify(root, root / ".helix" / "jobs" / "j1" / "events.jsonl") == [JobEvent("j1")]
+    assert classify(root, root / ".helix" / "state.json") == [WorkspaceChanged(root / ".helix" / "state.json")]
+    for ignored in (".helix/lock", ".helix/jobs/spawn-1.log", "opt-round-3/.x.json.123.tmp", "notes.txt",
+                    "opt-round-3/__pycache__/a.pyc", "build/opt-round-3"):
+        assert classify(root, root / ignored) == [], ignored
+    batch = coalesce(root, [root / "opt-round-3" / "attempts.md"] * 50 + [root / "opt-round-3" / "summary.md"])
+    assert batch.events == [RoundChanged(3), AttemptsAppended(3)] and len(batch.paths) == 2
+
+
+async def test_watch_workspace_yields_a_coalesced_batch(tmp_path: Path) -> None:
+    (tmp_path / "opt-round-1").mkdir()
+    stop = asyncio.Event()
+
+    async def write() -> None:
+        await asyncio.sleep(0.3)
+        for i in range(20):
+            with open(tmp_path / "opt-round-1" / "attempts.md", "a") as handle:
+                handle.write(f"{i}\n")
+        (tmp_path / "ignored.txt").write_text("x")
+
+    writer = asyncio.create_task(write())
+    batches = []
+
+    async def collect() -> None:
+        async for batch in watch_workspace(tmp_path, stop_event=stop):
+            batches.append(batch)
+            if AttemptsAppended(1) in batch.events:
+                stop.set()
+
+    await asyncio.wait_for(asyncio.gather(writer, collect()), timeout=10)
+    assert sum(e == AttemptsAppended(1) for b in batches for e in b.events) <= 2  # 20 writes, coalesced
+    assert all(p.name != "ignored.txt" for b in batches for p in b.paths)
+
+
+def test_job_view_folds_events_and_caps_the_log(tmp_path: Path) -> None:
+    job = tmp_path / ".helix" / "jobs" / "j1"
+    job.mkdir(parents=True)
+    writer = EventWriter.for_job_dir(job)
+    writer.case_started("a", 0, 2)
+    writer.case_finished("a", {"case_label": "a", "stats": {"median": 3.5, "n": 10}})
+    writer.case_started("b", 1, 2)
+    writer.case_finished("b", {"case_label": "b", "error_message": "boom"})
+    writer.progress(2, 2)
+    (job / "output.log").write_text("".join(f"out {i}\n" for i in range(2000)))
+    (job / "events.jsonl").open("a").write('{"event": "log", "msg": "partial li')  # no newline yet
+    live = JobLive("j1")
+    tracker = JobTracker(tmp_path)
+    tracker.jobs["j1"] = live
+    tracker._poll_files(live)  # noqa: SLF001 - the file-reading half, without job.json
+    assert (live.done, live.total) == (2, 2)
+    assert live.cases["a"].median_us == 3.5 and live.cases["b"].status == "error"
+    assert len(live.log) == 500 and live.log[-1] == "out 1999"
+    live.fold({"event": "case_finished", "case_id": "c", "record": "not a dict"})
+    live.fold({"event": "progress", "done": "x"})
+    assert live.cases["c"].record == {} and live.done == 3
+
+
+async def test_round_tree_flattens_chains_and_keeps_orphans(tmp_path: Path) -> None:
+    specs = [RoundSpec({"a": 9.0})] + [RoundSpec({"a": 9.0 - n * 0.1}, parent=f"opt-round-{n}", block=8 << n) for n in range(1, 30)]
+    specs.append(RoundSpec({"a": 5.0}, parent="opt-round-99", block=7))  # a missing parent
+    ws = build_workspace(tmp_path, baseline={"a": 10.0}, rounds=specs)
+    snap = load_workspace(ws)
+
+    class TreeApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield RoundTree(id="tree")
+
+    app = TreeApp()
+    async with app.run_test(size=(60, 40)) as pilot:
+        tree = app.query_one(RoundTree)
+        tree.show(snap, "opt-round-30")
+        await pilot.pause()
+        await pilot.pause()
+        assert set(tree.nodes_by_key) == {"baseline"} | {f"opt-round-{n}" for n in range(1, 32)}
+        depth = max(len(list(_ancestors(n))) for n in tree.nodes_by_key.values())
+        assert depth <= 3  # a 30-round chain is not 30 levels deep
+        assert tree.cursor_node is tree.nodes_by_key["opt-round-30"]
+        tree.show(snap, "opt-round-30")  # same shape: relabel only, nodes kept
+        assert tree.cursor_node is tree.nodes_by_key["opt-round-30"]
+
+
+def _ancestors(node):  # noqa: ANN001, ANN202
+    while node.parent is not None:
+        node = node.parent
+        yield node
+
+
+async def test_usable_at_80x24(active_ws: Path) -> None:
+    app = HelixApp(active_ws, job_poll_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        assert app.main.has_class("-narrow")
+        tree = app.main.query_one("#tree")
+        assert tree.size.width <= 26 and tree.size.height >= 15
+        for key, tab in (("1", "tab-perf"), ("3", "tab-jobs"), ("5", "tab-diff")):
+            await pilot.press(key)
+            assert app.main.query_one("#tabs").active == tab
+        app.selected = "opt-round-3"
+        assert await wait_for(pilot, lambda: "@@" in app.main.query_one("#diff").plain)
+        assert "+++ opt-round-3/opt_add.py" in app.main.query_one("#diff").plain
