@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,29 +26,29 @@ MAX_JSON_BYTES = 1024 * 1024
 M = TypeVar("M", bound=BaseModel)
 
 
-_ROOTS: dict[str, str] | None = None  # workspace abspath -> realpath, during one load
+_SESSION = threading.local()  # .roots: workspace abspath -> realpath, during one load (per thread)
 
 
 @contextlib.contextmanager
 def load_session() -> Iterator[None]:
     """Resolve each workspace root once for the duration of one load or reload (hot path:
     every declared path and every read checks it stays inside the workspace)."""
-    global _ROOTS
-    outer = _ROOTS
-    _ROOTS = {} if outer is None else outer
+    outer = getattr(_SESSION, "roots", None)
+    _SESSION.roots = {} if outer is None else outer
     try:
         yield
     finally:
-        _ROOTS = outer
+        _SESSION.roots = outer
 
 
 def root_real(workspace: Path) -> str:
     key = os.path.abspath(workspace)
-    if _ROOTS is None:
+    roots: dict[str, str] | None = getattr(_SESSION, "roots", None)
+    if roots is None:
         return os.path.realpath(key)
-    found = _ROOTS.get(key)
+    found = roots.get(key)
     if found is None:
-        found = _ROOTS[key] = os.path.realpath(key)
+        found = roots[key] = os.path.realpath(key)
     return found
 
 
