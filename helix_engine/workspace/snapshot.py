@@ -149,7 +149,10 @@ def reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsho
 
 
 def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapshot:
-    new = dataclasses.replace(snap, rounds=dict(snap.rounds), extra=dict(snap.extra), problems=[])
+    # fresh RoundView objects: _derive rewrites parent/comparison/problems, and the old snapshot
+    # may still be on screen in another thread
+    new = dataclasses.replace(snap, rounds={n: dataclasses.replace(v) for n, v in snap.rounds.items()},
+                              extra=dict(snap.extra), problems=[])
     for key in ("round_file_problems", "round_state_notes", "round_targets"):
         new.extra[key] = dict(snap.extra.get(key, {}))
     root = new.root
