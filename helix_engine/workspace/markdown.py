@@ -347,7 +347,7 @@ def _merge_summaries(sections: list[Section], indexes: list[int]) -> None:
         skip: set[int] = set()
         for name, idx in fields.items():
             if name == "Key optimization points":
-                end = other._points_end(idx)
+                end = other.points_end(idx)
                 skip.update(range(idx, end))
                 for p in other.key_points():
                     if p.strip().lower() not in seen_points:
