@@ -68,7 +68,7 @@ def round_status(view: RoundView) -> str:
 
 
 def status_icon(status: str) -> str:
-    return {"passed": ICON_PASSED, "failed": ICON_FAILED, "active": ICON_ACTIVE}.get(status, ICON_OPEN)
+    return {"passed": ICON_PASSED, "failed": ICON_FAILED, "active": "▶"}.get(status, ICON_OPEN)
 
 
 def round_geomean(view: RoundView) -> float | None:
