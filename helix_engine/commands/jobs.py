@@ -31,6 +31,10 @@ def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
 
 
 def register(sub: Any) -> None:
+    from helix_engine.jobs.interrupts import install_interrupt_handlers
+
+    # Every helix command: Ctrl-C/SIGTERM also stop jobs supervised from worker threads.
+    install_interrupt_handlers()
     jobs = sub.add_parser("jobs", help="list, show, tail or cancel the workspace's jobs",
                           description="Jobs are the test/bench/profile runs of a workspace "
                           "(.helix/jobs/<id>/). Without an action, lists them.")

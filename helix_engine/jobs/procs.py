@@ -86,6 +86,35 @@ def group_rss_bytes(pgid: int) -> int:
     return sum(rss for _, rss in group_members(pgid))
 
 
+def _pss_bytes(pid: int) -> int | None:
+    """Proportional set size (shared pages split between sharers), None when unreadable."""
+    try:
+        with open(_PROC / str(pid) / "smaps_rollup", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def group_memory_bytes(pgid: int, limit: int | None = None) -> int:
+    """Memory of the group: the RSS sum, confirmed with PSS when it crosses ``limit``.
+
+    Why: forked workers share library pages, so summed RSS overcounts; PSS does not, but
+    costs more to read, so it is read only when the cheap RSS sum says the limit is crossed.
+    """
+    members = group_members(pgid)
+    rss = sum(r for _, r in members)
+    if limit is None or rss <= limit or len(members) < 2:
+        return rss
+    total = 0
+    for pid, member_rss in members:
+        pss = _pss_bytes(pid)
+        total += member_rss if pss is None else pss
+    return total
+
+
 def group_alive(pgid: int | None) -> bool:
     """True while any non-zombie process of the group exists."""
     if not pgid or pgid <= 1:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+import socket
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -101,6 +102,9 @@ def with_liveness(info: JobInfo, folder: Path | None = None) -> JobInfo:
     if info.status not in ACTIVE_STATUSES:
         return info
     extra = info.model_extra or {}
+    host = extra.get("host")
+    if isinstance(host, str) and host and host != socket.gethostname():
+        return info  # supervised on another machine (shared folder): its pids mean nothing here
     child = pid_alive(info.pid, extra.get("pid_start_ticks"))
     supervisor = pid_alive(info.supervisor_pid, extra.get("supervisor_start_ticks"))
     if child or supervisor:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -23,83 +24,65 @@ from helix_engine.errors import HelixError
 from helix_engine.jobs import procs
 from helix_engine.jobs.child import LOG_CAP_ENV, STUCK, Tee, pdeathsig_setup, reap, signal_text, stop_text
 from helix_engine.jobs.devices import lease_device
-from helix_engine.jobs.events import EVENTS_NAME, JOB_DIR_ENV
+from helix_engine.jobs.events import EVENTS_NAME
+from helix_engine.jobs.interrupts import install_interrupt_handlers  # noqa: F401 - re-exported
 from helix_engine.jobs.registry import (
     ACTIVE_STATUSES, OUTPUT_NAME, JobInfo, cancel_requested, job_dir, job_lock, load_job,
     new_job_id, read_events, read_job_file, request_cancel, write_job,
 )
+from helix_engine.jobs.settings import (  # noqa: F401 - re-exported for callers
+    DEFAULT_TIMEOUT_S, RSS_ENV, TIMEOUT_ENV, child_environment, resolve_rss_limit, resolve_timeout,
+)
 
-TIMEOUT_ENV = "HELIX_EVAL_TIMEOUT_SECONDS"
-DEFAULT_TIMEOUT_S = 300.0
-RSS_ENV = "HELIX_JOB_MAX_RSS_MB"
 DEFAULT_LOG_CAP_MB = 64
 _POLL_S = 0.05
 _MEM_EVERY_S = 0.1
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
+#: Jobs supervised by this process: job id → (stop event, reason holder, supervising thread).
+_ACTIVE: dict[str, tuple[threading.Event, list[str], int]] = {}
+_ACTIVE_LOCK = threading.Lock()
+_EXIT_HOOKED = False
 
 
 class JobInterrupted(BaseException):
     """Raised in the supervisor's main thread on SIGTERM/SIGHUP so the child group dies too."""
 
 
-def resolve_timeout(timeout_s: float | None) -> tuple[float, str]:
-    """The time limit and a phrase naming where it came from (for the timeout message)."""
-    if timeout_s is not None:
-        if timeout_s <= 0:
-            raise HelixError(f"the timeout must be a positive number of seconds, not {timeout_s}")
-        return float(timeout_s), f"set by the caller; {TIMEOUT_ENV} sets the default"
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_S, f"the {TIMEOUT_ENV} default, {DEFAULT_TIMEOUT_S:g} s"
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0 or value != value or value == float("inf"):
-        raise HelixError(f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds; set it like 600")
-    return value, f"{TIMEOUT_ENV}={raw}"
+def stop_all_jobs(reason: str) -> int:
+    """Ask every job this process supervises to stop (their threads record ``cancelled``).
+
+    Why: jobs supervised from worker threads never see the main thread's Ctrl-C; this is
+    called automatically when the interpreter shuts down, and may be called by a cockpit.
+    """
+    with _ACTIVE_LOCK:
+        entries = list(_ACTIVE.values())
+    for event, holder, _thread in entries:
+        holder.append(reason)
+        event.set()
+    return len(entries)
 
 
-def resolve_rss_limit(max_rss_mb: float | None) -> tuple[int | None, str]:
-    """Memory limit in bytes (None: off) and where it came from."""
-    if max_rss_mb is None:
-        raw = os.environ.get(RSS_ENV, "").strip()
-        if raw:
-            try:
-                max_rss_mb = float(raw)
-            except ValueError:
-                raise HelixError(f"{RSS_ENV}={raw!r} is not a number of megabytes; set it like 8000") from None
-            source = f"{RSS_ENV}={raw}"
-        else:
-            total = procs.physical_memory_bytes()
-            if total is None:
-                return None, "no limit"
-            return int(total * 0.75), f"the {RSS_ENV} default, 75% of this machine's memory"
-    else:
-        source = f"set by the caller; {RSS_ENV} sets the default"
-    if max_rss_mb <= 0:
-        return None, "no limit"
-    return int(max_rss_mb * 1024 * 1024), source
+def drain(timeout_s: float) -> None:
+    """Wait until jobs supervised by other threads have recorded their final status."""
+    me = threading.get_ident()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with _ACTIVE_LOCK:
+            if not any(thread != me for _e, _h, thread in _ACTIVE.values()):
+                return
+        time.sleep(0.05)
 
 
-def child_environment(backend: Any, device: str | None, env: dict[str, str] | None, folder: Path) -> dict[str, str]:
-    """Inherited env + backend env + caller env, then the variables the runner owns."""
-    merged = dict(os.environ)
-    merged.update(backend.child_env(device, base=merged))
-    if env:
-        merged.update({str(k): str(v) for k, v in env.items()})
-    if merged.get("TRITON_ALL_BLOCKS_PARALLEL") == "1":
-        merged["TRITON_ALL_BLOCKS_PARALLEL"] = "0"
-    if device is not None and backend.visible_devices_var:
-        merged[backend.visible_devices_var] = str(device)
-    merged[JOB_DIR_ENV] = str(folder)
-    merged["HELIX_JOB_ID"] = folder.name
-    merged["PYTHONUNBUFFERED"] = "1"
-    paths = [p for p in merged.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if _REPO_ROOT not in paths:
-        paths.append(_REPO_ROOT)  # so `python -m helix_engine...` works from any cwd
-    merged["PYTHONPATH"] = os.pathsep.join(paths)
-    return merged
+def _hook_exit() -> None:
+    """Stop our jobs before the interpreter joins worker threads (else a Ctrl-C'd CLI would
+    wait for every job to time out)."""
+    global _EXIT_HOOKED
+    if _EXIT_HOOKED:
+        return
+    _EXIT_HOOKED = True
+    register = getattr(threading, "_register_atexit", None)  # runs before thread joins
+    if register is not None:
+        with contextlib.suppress(RuntimeError):
+            register(lambda: stop_all_jobs("the supervising helix process is exiting"))
 
 
 @contextlib.contextmanager
@@ -128,6 +111,153 @@ def _resolve_backend(backend: Any) -> Any:
     return select_backend(backend) if backend == "auto" else get_backend(backend)
 
 
+def _create_folder(ws: Path, kind: str, job_id: str | None) -> Path:
+    for _ in range(20):
+        folder = job_dir(ws, job_id or new_job_id(kind))
+        try:
+            folder.mkdir(parents=True, exist_ok=False)
+            return folder
+        except FileExistsError:
+            if job_id:
+                raise HelixError(f"a job {job_id!r} already exists; pick another id") from None
+        except OSError as exc:
+            raise HelixError(
+                f"cannot create the job folder {folder} ({exc.strerror or exc}); make the workspace "
+                "writable or run from a writable copy"
+            ) from None
+    raise HelixError("could not find a free job id; try again")
+
+
+class _Supervisor:
+    """The state of one running job in its supervising process."""
+
+    def __init__(self, ws: Path, folder: Path, info: JobInfo, be: Any, on_event: Callable[[dict[str, Any]], None] | None,
+                 grace_s: float) -> None:
+        self.ws, self.folder, self.info, self.be = ws, folder, info, be
+        self.on_event, self.grace_s = on_event, grace_s
+        self.offset = 0
+        self.stop_event = threading.Event()
+        self.stop_reason: list[str] = []
+
+    def pump(self) -> None:
+        if self.on_event is None:
+            return
+        events, self.offset = read_events(self.folder, self.offset)
+        for event in events:
+            with contextlib.suppress(Exception):
+                self.on_event(event)
+
+    def write(self) -> None:
+        with job_lock(self.folder):
+            write_job(self.folder, self.info)
+
+    def finish(self, status: str, message: str | None, exit_code: int | None = None) -> JobInfo:
+        self.info.status = status  # type: ignore[assignment]
+        self.info.message = message
+        self.info.exit_code = exit_code
+        self.info.ended_at = time.time()
+        self.write()
+        self.pump()
+        return self.info
+
+    def stop_requested(self) -> str | None:
+        """Why to stop now (a cancel marker or a process-wide stop), else None."""
+        if self.stop_event.is_set():
+            return f"interrupted: {self.stop_reason[-1] if self.stop_reason else 'stop requested'}"
+        if cancel_requested(self.folder):
+            return "cancelled on request"
+        return None
+
+    @property
+    def pgid(self) -> int | None:
+        return (self.info.model_extra or {}).get("pgid")
+
+    def spawn(self, argv: list[str], cwd: Path, env: dict[str, str], echo: bool) -> tuple[Any, Tee] | str:
+        cap = DEFAULT_LOG_CAP_MB
+        with contextlib.suppress(ValueError):
+            cap = max(1, int(float(os.environ.get(LOG_CAP_ENV, "") or cap)))
+        procs.become_subreaper()
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                [str(a) for a in argv], cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,
+                stdout=write_fd, stderr=write_fd, start_new_session=True,
+                preexec_fn=pdeathsig_setup(),  # noqa: PLW1509 - only prctl/setrlimit
+            )
+        except OSError as exc:
+            os.close(read_fd)
+            os.close(write_fd)
+            return f"could not start {argv[0]!r} ({exc.strerror or exc}); check the command"
+        os.close(write_fd)
+        tee = Tee(read_fd, self.folder / OUTPUT_NAME, echo, cap * 1024 * 1024)
+        tee.start()
+        self.info.pid = proc.pid
+        self.info.started_at = time.time()
+        self.info.status = "running"
+        self.info.message = None
+        extra = self.info.model_extra if self.info.model_extra is not None else {}
+        extra["pgid"] = proc.pid
+        extra["pid_start_ticks"] = procs.start_ticks(proc.pid)
+        self.write()
+        return proc, tee
+
+    def watch(self, proc: Any, limit_s: float, limit_source: str, rss_limit: int | None,
+              rss_source: str) -> tuple[int | None, tuple[str, str] | None]:
+        """Wait for the child, enforcing limits and stop requests: (return code, outcome)."""
+        pgid = proc.pid
+        deadline = time.monotonic() + limit_s
+        next_mem = 0.0
+        while True:
+            try:
+                proc.wait(timeout=_POLL_S)
+                return reap(proc), None
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if now >= deadline:
+                procs.terminate_group(pgid, self.grace_s, reap=proc)
+                rc = reap(proc)
+                return rc, ("timeout", f"timed out after {limit_s:g} s (limit: {limit_source}); the job "
+                            f"{stop_text(rc)}. Raise {TIMEOUT_ENV} or make the run faster")
+            if rss_limit is not None and now >= next_mem:
+                next_mem = now + _MEM_EVERY_S
+                used = procs.group_memory_bytes(pgid, rss_limit)
+                if used > rss_limit:
+                    procs.signal_group(pgid, signal.SIGKILL)
+                    return reap(proc), ("failed", f"killed: the job used {used / 2**20:.0f} MB of memory, "
+                                        f"over the {rss_limit / 2**20:.0f} MB limit (limit: {rss_source}); "
+                                        f"use smaller shapes or raise {RSS_ENV}")
+            why = self.stop_requested()
+            if why:
+                procs.terminate_group(pgid, self.grace_s, reap=proc)
+                rc = reap(proc)
+                return rc, ("cancelled", f"{why}; the job {stop_text(rc)}")
+            self.pump()
+
+    def conclude(self, proc: Any, tee: Tee, rc: int | None, outcome: tuple[str, str] | None) -> JobInfo:
+        pgid = proc.pid
+        if procs.group_alive(pgid):  # leftovers (grandchildren) of a finished child
+            procs.terminate_group(pgid, min(self.grace_s, 1.0))
+        procs.reap_group_zombies(pgid)
+        tee.join(timeout=5)
+        if rc is None:
+            why = outcome[1] if outcome else "the job was stopped"
+            if STUCK not in why:
+                why += f"; its process {STUCK}"
+            return self.finish(outcome[0] if outcome else "failed", why, None)
+        if outcome is None and rc != 0:
+            why = self.stop_requested()  # signalled by cancel_job before the loop saw the marker
+            if why:
+                outcome = ("cancelled", f"{why}; the job {stop_text(rc)}")
+        if outcome is not None:
+            return self.finish(outcome[0], outcome[1], rc)
+        if rc == 0:
+            return self.finish("passed", None, 0)
+        last = tee.last_line()
+        text = signal_text(rc) if rc < 0 else f"exited with code {rc}"
+        return self.finish("failed", text + (f"; last output: {last}" if last else ""), rc)
+
+
 def run_job(
     ws: Path,
     kind: str,
@@ -145,167 +275,71 @@ def run_job(
     grace_s: float = 5.0,
     job_id: str | None = None,
 ) -> JobInfo:
-    """Run ``argv`` as a job of workspace ``ws`` and return its final JobInfo (blocking)."""
+    """Run ``argv`` as a job of workspace ``ws`` and return its final JobInfo (blocking).
+
+    ``echo`` also copies the child's output live to this process's stderr. The final status
+    is passed, failed (non-zero exit, a signal, the memory limit), timeout or cancelled.
+    """
     if not argv:
         raise HelixError("a job needs a command line to run")
     be = _resolve_backend(backend)
     limit_s, limit_source = resolve_timeout(timeout_s)
     rss_limit, rss_source = resolve_rss_limit(max_rss_mb)
     ws = Path(ws)
-    folder = job_dir(ws, job_id or new_job_id(kind))
-    folder.mkdir(parents=True, exist_ok=False)
+    folder = _create_folder(ws, kind, job_id)
     (folder / EVENTS_NAME).touch()
     (folder / OUTPUT_NAME).touch()
     info = JobInfo(
         id=folder.name, kind=kind, argv=[str(a) for a in argv], round=round_name, backend=be.name,
         supervisor_pid=os.getpid(), created_at=time.time(), status="queued",
-        supervisor_start_ticks=procs.start_ticks(os.getpid()), timeout_s=limit_s,
-        cwd=str(cwd or ws), device_pool=device_pool,
+        supervisor_start_ticks=procs.start_ticks(os.getpid()), host=socket.gethostname(),
+        timeout_s=limit_s, cwd=str(cwd or ws), device_pool=device_pool,
     )
-    write_job(folder, info)
-    offset = 0
-
-    def pump() -> None:
-        nonlocal offset
-        if on_event is None:
-            return
-        events, offset = read_events(folder, offset)
-        for event in events:
-            with contextlib.suppress(Exception):
-                on_event(event)
+    sup = _Supervisor(ws, folder, info, be, on_event, grace_s)
+    sup.write()
+    with _ACTIVE_LOCK:
+        _ACTIVE[info.id] = (sup.stop_event, sup.stop_reason, threading.get_ident())
+    _hook_exit()
 
     def mark_waiting() -> None:
         info.message = "waiting for a free device among " + ",".join(device_pool or [])
-        with job_lock(folder):
-            write_job(folder, info)
+        sup.write()
 
-    def finish(status: str, message: str | None, exit_code: int | None = None) -> JobInfo:
-        info.status = status  # type: ignore[assignment]
-        info.message = message
-        info.exit_code = exit_code
-        info.ended_at = time.time()
-        with job_lock(folder):
-            write_job(folder, info)
-        pump()
-        return info
-
-    with _interrupt_signals():
-        try:
+    proc: Any = None
+    try:
+        with _interrupt_signals():
             lease = (
                 lease_device(ws, be.name, list(device_pool), job_id=info.id,
-                             should_stop=lambda: cancel_requested(folder), on_wait=mark_waiting)
+                             should_stop=lambda: sup.stop_requested() is not None, on_wait=mark_waiting)
                 if device_pool else contextlib.nullcontext(None)
             )
             with lease as device:
                 if device_pool and device is None:
-                    return finish("cancelled", "cancelled while waiting for a device")
+                    return sup.finish("cancelled", f"{sup.stop_requested() or 'cancelled'} while waiting for a device")
                 info.device = device
-                return _supervise(info, folder, be, argv, cwd or ws, env, device, limit_s,
-                                  limit_source, rss_limit, rss_source, echo, grace_s, pump, finish)
-        except (KeyboardInterrupt, JobInterrupted) as exc:
-            what = "KeyboardInterrupt" if isinstance(exc, KeyboardInterrupt) else str(exc)
-            if info.status in ACTIVE_STATUSES:
-                pgid = (info.model_extra or {}).get("pgid")
-                procs.terminate_group(pgid, min(grace_s, 2.0))
-                finish("cancelled", f"interrupted: the supervising helix process got {what}; "
-                       "the job's processes were stopped")
-            raise
-
-
-def _supervise(
-    info: JobInfo, folder: Path, be: Any, argv: list[str], cwd: Path, env: dict[str, str] | None,
-    device: str | None, limit_s: float, limit_source: str, rss_limit: int | None, rss_source: str,
-    echo: bool, grace_s: float, pump: Callable[[], None], finish: Callable[..., JobInfo],
-) -> JobInfo:
-    child_env = child_environment(be, device, env, folder)
-    cap = DEFAULT_LOG_CAP_MB
-    with contextlib.suppress(ValueError):
-        cap = max(1, int(float(os.environ.get(LOG_CAP_ENV, "") or cap)))
-    procs.become_subreaper()
-    read_fd, write_fd = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            [str(a) for a in argv], cwd=str(cwd), env=child_env, stdin=subprocess.DEVNULL,
-            stdout=write_fd, stderr=write_fd, start_new_session=True,
-            preexec_fn=pdeathsig_setup(),  # noqa: PLW1509 - only a prctl call
-        )
-    except OSError as exc:
-        os.close(read_fd)
-        os.close(write_fd)
-        return finish("failed", f"could not start {argv[0]!r} ({exc.strerror or exc}); check the command")
-    os.close(write_fd)
-    tee = Tee(read_fd, folder / OUTPUT_NAME, echo, cap * 1024 * 1024)
-    tee.start()
-    pgid = proc.pid
-    info.pid = proc.pid
-    info.started_at = time.time()
-    info.status = "running"
-    info.message = None
-    extra = info.model_extra if info.model_extra is not None else {}
-    extra["pgid"] = pgid
-    extra["pid_start_ticks"] = procs.start_ticks(proc.pid)
-    with job_lock(folder):
-        write_job(folder, info)
-    outcome: tuple[str, str] | None = None
-    try:
-        deadline = time.monotonic() + limit_s
-        next_mem = 0.0
-        while True:
-            try:
-                proc.wait(timeout=_POLL_S)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            now = time.monotonic()
-            if now >= deadline:
-                procs.terminate_group(pgid, grace_s, reap=proc)
-                outcome = ("timeout", f"timed out after {limit_s:g} s (limit: {limit_source}); the job "
-                           f"{stop_text(reap(proc))}. Raise {TIMEOUT_ENV} or make the run faster")
-                break
-            if rss_limit is not None and now >= next_mem:
-                next_mem = now + _MEM_EVERY_S
-                rss = procs.group_rss_bytes(pgid)
-                if rss > rss_limit:
-                    procs.signal_group(pgid, signal.SIGKILL)
-                    outcome = ("failed", f"killed: the job used {rss / 2**20:.0f} MB of memory, over "
-                               f"the {rss_limit / 2**20:.0f} MB limit (limit: {rss_source}); use smaller "
-                               f"shapes or raise {RSS_ENV}")
-                    break
-            if cancel_requested(folder):
-                procs.terminate_group(pgid, grace_s, reap=proc)
-                outcome = ("cancelled", f"cancelled on request; the job {stop_text(reap(proc))}")
-                break
-            pump()
-        rc = reap(proc)
-    except BaseException:
-        procs.terminate_group(pgid, min(grace_s, 2.0), reap=proc)
-        with contextlib.suppress(Exception):
-            proc.wait(timeout=5)
-        procs.reap_group_zombies(pgid)
-        tee.join(timeout=2)
+                spawned = sup.spawn(argv, cwd or ws, child_environment(be, device, env, folder), echo)
+                if isinstance(spawned, str):
+                    return sup.finish("failed", spawned)
+                proc, tee = spawned
+                try:
+                    rc, outcome = sup.watch(proc, limit_s, limit_source, rss_limit, rss_source)
+                except BaseException:
+                    procs.terminate_group(proc.pid, min(grace_s, 2.0), reap=proc)
+                    reap(proc, 5.0)
+                    procs.reap_group_zombies(proc.pid)
+                    tee.join(timeout=2)
+                    raise
+                return sup.conclude(proc, tee, rc, outcome)
+    except (KeyboardInterrupt, JobInterrupted) as exc:
+        what = "KeyboardInterrupt" if isinstance(exc, KeyboardInterrupt) else str(exc)
+        if info.status in ACTIVE_STATUSES:
+            rc = proc.returncode if proc is not None else None
+            sup.finish("cancelled", f"interrupted: the supervising helix process got {what}; the job's "
+                       "processes were stopped", rc)
         raise
-    if procs.group_alive(pgid):  # leftovers (grandchildren) of a finished child
-        procs.terminate_group(pgid, min(grace_s, 1.0))
-    procs.reap_group_zombies(pgid)
-    tee.join(timeout=5)
-    if rc is None:
-        why = outcome[1] if outcome else "the job was stopped"
-        if STUCK not in why:
-            why += f"; its process {STUCK}"
-        return finish(outcome[0] if outcome else "failed", why, None)
-    if outcome is None and rc != 0 and cancel_requested(folder):
-        # another process (cancel_job) signalled the group before this loop saw the marker
-        outcome = ("cancelled", f"cancelled on request; the job {stop_text(rc)}")
-    if outcome is not None:
-        return finish(outcome[0], outcome[1], rc)
-    if rc == 0:
-        return finish("passed", None, 0)
-    last = tee.last_line()
-    if rc < 0:
-        text = signal_text(rc)
-    else:
-        text = f"exited with code {rc}"
-    return finish("failed", text + (f"; last output: {last}" if last else ""), rc)
+    finally:
+        with _ACTIVE_LOCK:
+            _ACTIVE.pop(info.id, None)
 
 
 def cancel_job(ws: Path, job_id: str, grace_s: float = 5.0) -> JobInfo:
@@ -322,17 +356,20 @@ def cancel_job(ws: Path, job_id: str, grace_s: float = 5.0) -> JobInfo:
             procs.terminate_group(extra.get("pgid"), grace_s)
         return info
     request_cancel(folder)
+    remote = extra.get("host") not in (None, "", socket.gethostname())
     pgid = extra.get("pgid")
-    if pgid and procs.pid_alive(info.pid, extra.get("pid_start_ticks")):
+    if not remote and pgid and procs.pid_alive(info.pid, extra.get("pid_start_ticks")):
         procs.terminate_group(pgid, grace_s)
     deadline = time.monotonic() + grace_s + 5.0
     while time.monotonic() < deadline:
         current = load_job(ws, info.id)
         if current.status not in ACTIVE_STATUSES:
             return current
-        if not procs.pid_alive(current.supervisor_pid, extra.get("supervisor_start_ticks")):
+        if not remote and not procs.pid_alive(current.supervisor_pid, extra.get("supervisor_start_ticks")):
             break
         time.sleep(0.05)
+    if remote:  # only its own supervisor (on that host) can stop it; it reads the marker
+        return load_job(ws, info.id)
     with job_lock(folder):
         current = read_job_file(folder)
         if current.status in ACTIVE_STATUSES:

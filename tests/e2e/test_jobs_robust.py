@@ -483,3 +483,65 @@ def test_triton_kernel_runs_in_a_cpu_job(tmp_path: Path) -> None:
     info = run_job(tmp_path, "test", [PY, str(child)], timeout_s=120, backend="cpu", on_event=events.append)
     assert info.status == "passed", (tmp_path / ".helix/jobs" / info.id / "output.log").read_text()[-2000:]
     assert events[-1]["payload"] == {"max": 100.0}
+
+
+POOL_SUPERVISOR = """
+import concurrent.futures, sys
+from pathlib import Path
+from helix_engine.jobs.runner import install_interrupt_handlers, run_job
+install_interrupt_handlers()  # what every `helix` command does (commands/jobs.py register)
+ws = Path(sys.argv[1])
+argv = [sys.executable, "-c", "import time; time.sleep(120)"]
+with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    futures = [pool.submit(run_job, ws, "bench", argv, timeout_s=120, device_pool=[d], grace_s=1.0)
+               for d in ("0", "1")]
+    for f in futures:
+        f.result()
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_main_thread_stops_jobs_run_from_worker_threads(tmp_path: Path) -> None:
+    sup = subprocess.Popen([PY, "-c", POOL_SUPERVISOR, str(tmp_path)], cwd=ROOT, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and sum(j.status == "running" for j in list_jobs(tmp_path)) < 2:
+            time.sleep(0.05)
+        jobs = list_jobs(tmp_path)
+        assert [j.status for j in jobs] == ["running", "running"]
+        os.kill(sup.pid, signal.SIGINT)
+        sup.wait(timeout=30)  # not the 120 s the jobs would run
+    finally:
+        if sup.poll() is None:
+            sup.kill()
+            sup.wait()
+    for job in jobs:
+        final = load_job(tmp_path, job.id)
+        assert final.status == "cancelled", final
+        assert "interrupted: the supervising helix process got SIGINT" in (final.message or "")
+        _assert_group_gone(_pgid(job))
+
+
+def test_stop_all_jobs_cancels_a_job_supervised_in_a_thread(tmp_path: Path) -> None:
+    from helix_engine.jobs.runner import stop_all_jobs
+
+    out: list[Any] = []
+    thread = threading.Thread(target=lambda: out.append(
+        run_job(tmp_path, "bench", [PY, "-c", "import time; time.sleep(60)"], timeout_s=60, grace_s=1.0)))
+    thread.start()
+    job = _wait_status(tmp_path, None, "running")
+    assert stop_all_jobs("the cockpit is closing") >= 1
+    thread.join(timeout=30)
+    assert out[0].status == "cancelled" and "the cockpit is closing" in (out[0].message or "")
+    _assert_group_gone(_pgid(job))
+    assert stop_all_jobs("nothing runs") == 0
+
+
+def test_child_sees_helix_device_and_backend(tmp_path: Path) -> None:
+    code = "import os; print(os.environ['HELIX_DEVICE'], os.environ['HELIX_BACKEND'], os.environ['TRITON_INTERPRET'])"
+    info = run_job(tmp_path, "test", [PY, "-c", code], backend="cpu", timeout_s=30)
+    assert (tmp_path / ".helix/jobs" / info.id / "output.log").read_text().split() == ["cpu", "cpu", "1"]
+    info = run_job(tmp_path, "test", [PY, "-c", code], backend="cpu", timeout_s=30, env={"TRITON_INTERPRET": "0"})
+    assert (tmp_path / ".helix/jobs" / info.id / "output.log").read_text().split()[-1] == "0"  # caller wins

@@ -242,3 +242,44 @@ def test_lease_is_held_across_processes(tmp_path: Path) -> None:
         proc.wait()
     # the flock dies with its holder, even on SIGKILL
     assert device_holder(tmp_path, "npu", "0") is None
+
+
+def test_job_of_another_host_is_never_called_lost(tmp_path: Path) -> None:
+    _job(tmp_path, "far", status="running", pid=999999, supervisor_pid=999999, host="some-other-host")
+    assert load_job(tmp_path, "far").status == "running"
+
+
+def test_limits_from_arguments_env_and_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    from helix_engine.jobs.settings import resolve_rss_limit, resolve_timeout
+
+    monkeypatch.delenv("HELIX_EVAL_TIMEOUT_SECONDS", raising=False)
+    monkeypatch.delenv("HELIX_JOB_MAX_RSS_MB", raising=False)
+    assert resolve_timeout(None) == (300.0, "the HELIX_EVAL_TIMEOUT_SECONDS default, 300 s")
+    assert resolve_timeout(7)[0] == 7.0 and "HELIX_EVAL_TIMEOUT_SECONDS" in resolve_timeout(7)[1]
+    monkeypatch.setenv("HELIX_EVAL_TIMEOUT_SECONDS", "12.5")
+    assert resolve_timeout(None) == (12.5, "HELIX_EVAL_TIMEOUT_SECONDS=12.5")
+    for bad in ("0", "-3", "nan", "inf", "ten"):
+        monkeypatch.setenv("HELIX_EVAL_TIMEOUT_SECONDS", bad)
+        with pytest.raises(HelixError, match="HELIX_EVAL_TIMEOUT_SECONDS"):
+            resolve_timeout(None)
+    with pytest.raises(HelixError):
+        resolve_timeout(float("nan"))
+    limit, source = resolve_rss_limit(None)
+    assert limit is not None and limit > 0 and "75%" in source
+    monkeypatch.setenv("HELIX_JOB_MAX_RSS_MB", "200")
+    assert resolve_rss_limit(None) == (200 * 1024 * 1024, "HELIX_JOB_MAX_RSS_MB=200")
+    monkeypatch.setenv("HELIX_JOB_MAX_RSS_MB", "0")
+    assert resolve_rss_limit(None)[0] is None
+    monkeypatch.setenv("HELIX_JOB_MAX_RSS_MB", "lots")
+    with pytest.raises(HelixError, match="HELIX_JOB_MAX_RSS_MB"):
+        resolve_rss_limit(None)
+
+
+def test_group_memory_of_this_process_group() -> None:
+    from helix_engine.jobs import procs
+
+    pgid = os.getpgrp()
+    rss = procs.group_memory_bytes(pgid)
+    assert rss > 0
+    assert procs.group_memory_bytes(pgid, limit=1) > 0  # PSS path
+    assert procs.group_memory_bytes(2**22 + 12345) == 0  # no such group

@@ -32,7 +32,11 @@ class Backend:
     # ------------------------------------------------------------------ parent side
     def child_env(self, device: str | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
         """Variables to set in a job's child (on top of the inherited environment)."""
-        env: dict[str, str] = {"TRITON_ALWAYS_COMPILE": "1", "HELIX_BACKEND": self.name}
+        env: dict[str, str] = {
+            "TRITON_ALWAYS_COMPILE": "1",
+            "HELIX_BACKEND": self.name,
+            "HELIX_DEVICE": self.device_str,  # what helix_engine.harness.device() returns
+        }
         source = os.environ if base is None else base
         if source.get(ALL_BLOCKS_PARALLEL) == "1":
             env[ALL_BLOCKS_PARALLEL] = "0"
