@@ -66,14 +66,24 @@ def split_command(cmd: str) -> list[str]:
         except (ValueError, SyntaxError):
             pass
     out: list[str] = []
-    joining = False
+    joining: str | None = None
     for token in cmd.split():
-        if joining and not token.startswith("--") and not token.endswith(".mlir"):
+        if joining is not None and _continues(joining, token):
             out[-1] = f"{out[-1]} {token}"
             continue
-        joining = token.startswith(REJOIN_FLAGS)
+        joining = next((flag for flag in REJOIN_FLAGS if token.startswith(flag)), None)
         out.append(token)
     return out
+
+
+def _continues(flag: str, token: str) -> bool:
+    """Does ``token`` belong to the value of ``flag``? bisheng options are compiler flags
+    (``-O2 -g``) so only a ``--flag``/``-o``/an input ends them; pass options are ``k=v`` words."""
+    if token.endswith(".mlir"):
+        return False
+    if flag == "--append-bisheng-options=":
+        return not token.startswith("--") and token != "-o"
+    return not token.startswith("-")
 
 
 def build_replay(tokens: list[str], archived_input: Path, stages_dir: Path) -> list[str]:
