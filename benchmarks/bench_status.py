@@ -11,6 +11,8 @@ imports) are the ones quoted in issue 2; they are constants here, not re-measure
 
 from __future__ import annotations
 
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -29,14 +31,25 @@ ROUNDS, CASES, REPEATS = 200, 20, 5
 ISSUE_NOTE = "reference is the figure quoted in issue 2, not re-measured here"
 
 
-def _median(fn: Callable[[], object], repeats: int = REPEATS) -> float:
+def _median(fn: Callable[[], object], repeats: int = REPEATS) -> tuple[float, float]:
+    """Median wall time and median CPU time (this process + children, user + sys)."""
     fn()  # warm-up: page cache, .pyc files
-    times = []
+    walls, cpus = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        cpu0, wall0 = _cpu(), time.perf_counter()
         fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - wall0)
+        cpus.append(_cpu() - cpu0)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def _cpu() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _note(cpu: float, extra: str = ISSUE_NOTE) -> str:
+    return f"{extra}; CPU time {cpu * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f} when measured"
 
 
 def _subprocess(argv: list[str]) -> Callable[[], object]:
@@ -54,23 +67,23 @@ def run() -> list[dict]:
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="helix-bench-status-") as tmp:
         ws = generate_large_workspace(Path(tmp), rounds=ROUNDS, cases=CASES)
-        status = _median(_subprocess(["-m", "helix_engine", "status", str(ws), "--json"]))
+        status, status_cpu = _median(_subprocess(["-m", "helix_engine", "status", str(ws), "--json"]))
         rows.append({"benchmark": "status", "figure": f"helix status --json, {ROUNDS} rounds x {CASES} cases "
                      "(fresh process)", "value": status, "unit": "s",
                      "compare_to": f"upstream helix status ({UPSTREAM_STATUS_S} s)",
-                     "ratio": status / UPSTREAM_STATUS_S, "note": ISSUE_NOTE})
-        imports = _median(_subprocess(["-c", "import helix_engine.cli as c; c.build_parser(); "
+                     "ratio": status / UPSTREAM_STATUS_S, "note": _note(status_cpu)})
+        imports, imports_cpu = _median(_subprocess(["-c", "import helix_engine.cli as c; c.build_parser(); "
                                                    "import helix_engine.status"]))
         rows.append({"benchmark": "status", "figure": "imports of helix status (fresh process)",
                      "value": imports, "unit": "s",
                      "compare_to": f"upstream imports ({UPSTREAM_IMPORTS_S} s)",
-                     "ratio": imports / UPSTREAM_IMPORTS_S, "note": ISSUE_NOTE})
-        full = _median(lambda: load_workspace(ws))
+                     "ratio": imports / UPSTREAM_IMPORTS_S, "note": _note(imports_cpu)})
+        full, full_cpu = _median(lambda: load_workspace(ws))
         rows.append({"benchmark": "status", "figure": f"load_workspace in process ({ROUNDS} rounds)",
                      "value": full, "unit": "s",
                      "compare_to": f"upstream non-import time ({UPSTREAM_STATUS_S - UPSTREAM_IMPORTS_S:.2f} s)",
                      "ratio": full / (UPSTREAM_STATUS_S - UPSTREAM_IMPORTS_S),
-                     "note": ISSUE_NOTE + " (0.38 s - 0.27 s)"})
+                     "note": _note(full_cpu, ISSUE_NOTE + " (0.38 s - 0.27 s)")})
         snap = load_workspace(ws)
         perf = ws / "opt-round-100" / "opt_add_perf.txt"
         labels = [r.case_label for r in snap.rounds[100].perf]
@@ -81,11 +94,11 @@ def run() -> list[dict]:
             write_perf(perf, {lab: 10.0 + flip[0] % 2 + i for i, lab in enumerate(labels)})
             reload(snap, [perf])
 
-        changed = _median(one_change)
+        changed, changed_cpu = _median(one_change)
         rows.append({"benchmark": "status", "figure": "reload after one round perf file changes",
                      "value": changed, "unit": "s", "compare_to": "full load_workspace (same run)",
-                     "ratio": changed / full, "note": "includes rewriting the perf file; best round, "
-                     "comparisons and warnings are recomputed from memory"})
+                     "ratio": changed / full, "note": _note(changed_cpu, "includes rewriting the perf "
+                     "file; best round, comparisons and warnings are recomputed from memory")})
     return rows
 
 
