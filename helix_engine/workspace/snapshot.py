@@ -61,7 +61,7 @@ def _load_layout(snap: WorkspaceSnapshot) -> dict[int, Path]:
     problems += dir_problems
     top_perf = [p for p in list_dir(snap.root) if p.name.endswith("_perf.txt") and exists_file(p)]
     snap.extra["top_level_perf"] = top_perf
-    snap.extra["has_artifacts"] = bool(exists_file(snap.root / layout.OPT_NOTE) or dirs or top_perf)
+    snap.extra["has_artifacts"] = bool((snap.root / layout.OPT_NOTE).exists() or dirs or top_perf)
     snap.extra["layout_problems"] = problems
     return dirs
 
