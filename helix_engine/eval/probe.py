@@ -187,7 +187,8 @@ def _render(out: ProbeOutcome, verbose: bool) -> str:
             state = "stable" if out.stable else "not stable (budget ended)"
             lines.append(f"Adaptive: {len(out.batches)} batch(es), verdict {state}; first seen after "
                          f"{out.verdict_first_seen_s:.1f} s")
-            lines.append(f"Time to verdict: {out.time_to_verdict_s:.1f} s")
+            lines.append(f"Time to verdict: {out.time_to_verdict_s:.1f} s" if out.time_to_verdict_s is not None
+                         else "Time to verdict: none (the budget ended first; the verdict above is the last batch's)")
     if verbose:
         if out.cache:
             lines.append(f"Baseline cache: {out.cache}")
@@ -316,6 +317,6 @@ def _adaptive(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path
     while first > 0 and verdicts[first - 1] == verdicts[-1]:
         first -= 1
     out.verdict_first_seen_s = out.batches[first]["elapsed_s"]
-    out.time_to_verdict_s = out.batches[-1]["elapsed_s"]
+    out.time_to_verdict_s = out.batches[-1]["elapsed_s"] if out.stable else None
     out.text = _render(out, verbose)
     return out
