@@ -381,3 +381,26 @@ def test_baseline_written_by_hand_in_upstream_format(tmp_path: Path) -> None:
     assert snap.best_round == 3 and snap.logged_best == "round-3"
     assert snap.rounds[3].parent == "baseline"  # opt-round-1 does not exist
     assert not snap.rounds[3].terminal  # no attempts.md, summary.md or operator
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_generated_sessions_agree_with_an_independent_reading_of_the_rules(tmp_path: Path, seed: int) -> None:
+    """The builder computes the upstream best round on its own (tests/builders.numeric_best)."""
+    from tests.builders import generate_large_workspace, numeric_best
+
+    ws = generate_large_workspace(tmp_path, rounds=40, cases=6, seed=seed)
+    snap = load_workspace(ws)
+    baseline = {r.case_label: r.kernel_avg_time_us for r in snap.baseline.perf}
+    specs = []
+    for n in sorted(snap.rounds):
+        view = snap.rounds[n]
+        specs.append(RoundSpec({r.case_label: r.kernel_avg_time_us for r in view.perf},
+                               correctness=view.state.correctness_status))
+    best_n, best_geo, best_avg = numeric_best(baseline, specs)
+    assert snap.best_round == best_n
+    best = snap.rounds[best_n].comparison
+    assert best.geomean_speedup == pytest.approx(best_geo, rel=1e-12)
+    assert best.avg_improvement_pct == pytest.approx(best_avg, rel=1e-12)
+    assert snap.logged_best == f"round-{best_n}"
+    assert not any(w.startswith(status_rules.BEST_MISMATCH_PREFIX) for w in _warnings(snap))
+    assert len(snap.rounds) == 40 and all(v.terminal for v in snap.rounds.values())
