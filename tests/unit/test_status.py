@@ -215,3 +215,11 @@ def test_trend_html(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert '<svg viewBox="0 0 440 230"' in out
     rc, _, err = _run(capsys, str(folder), "--format", "html")
     assert rc == 1 and "only available with --view trend" in err
+
+
+def test_status_imports_no_torch_triton_or_textual(folder: Path) -> None:
+    code = ("import sys, io, contextlib\nfrom helix_engine.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()): rc = main(['status', {str(folder)!r}, '--json'])\n"
+            "print(rc, sorted(m for m in ('torch', 'triton', 'textual', 'torch_npu') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "0 []", proc.stderr
