@@ -108,7 +108,7 @@ def run(rows: int | None = None) -> list[dict[str, Any]]:
         {"benchmark": "profile_csv", "figure": "kernel_details.csv aggregation memory above imports",
          "value": round(helix["peak_rss_mb"] - helix["import_rss_mb"], 1), "unit": "MB",
          "compare_to": "csv.DictReader into a list, then sum",
-         "ratio": round((helix["peak_rss_mb"] - helix["import_rss_mb"]) / max(ref["peak_rss_mb"] - ref["import_rss_mb"], 1e-9), 4),
+         "ratio": round((helix["peak_rss_mb"] - helix["import_rss_mb"]) / max(ref["peak_rss_mb"] - ref["import_rss_mb"], 1e-9), 6),
          "note": "growth of peak RSS while parsing (what scales with the file)"},
     ]
 

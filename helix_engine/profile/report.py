@@ -222,3 +222,27 @@ def _ascend_report(profile_dir: Path, layout: ascend.AscendFiles, target_op: str
     report.symptoms = signals.detect_symptoms(pct, report.bound, share)
     report.suggested_patterns = route([s["symptom"] for s in report.symptoms])
     return report
+
+
+def round_profile_dir(round_dir: Path) -> Path | None:
+    """Where a round's (or baseline's) profile lives: round-state.json ``profile_dir`` (relative
+    to the round folder) when set and present, else ``<round_dir>/profile``; None when absent."""
+    import json
+
+    round_dir = Path(round_dir)
+    try:
+        state = json.loads((round_dir / "round-state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        state = {}
+    declared = state.get("profile_dir") if isinstance(state, dict) else None
+    if isinstance(declared, str) and declared.strip() and (round_dir / declared).is_dir():
+        return round_dir / declared
+    default = round_dir / "profile"
+    return default if default.is_dir() else None
+
+
+def report_for_round(round_dir: Path, target_op: str | None = None, top: int = 5) -> ProfileReport | None:
+    """The cockpit's hotspots pane: the round's report, or None when it has no profile.
+    Raises HelixError when a profile folder exists but cannot be read (show the message)."""
+    folder = round_profile_dir(round_dir)
+    return build_report(folder, target_op=target_op, top=top) if folder is not None else None

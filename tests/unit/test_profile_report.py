@@ -177,3 +177,17 @@ def test_cli_profile_report_json_and_markdown(capsys: pytest.CaptureFixture[str]
     assert "top 2 of 3 ops" in out
     assert main(["profile-report", "--profile-dir", str(FIX / "msprof_real_output"), "--target-op", "x"]) == 1
     assert "is not in this profile" in capsys.readouterr().err
+
+
+def test_report_for_round_uses_declared_or_default_profile_dir(tmp_path: Path) -> None:
+    from helix_engine.profile.report import report_for_round, round_profile_dir
+
+    rnd = tmp_path / "opt-round-1"
+    rnd.mkdir()
+    assert report_for_round(rnd) is None
+    shutil.copytree(FIX / "msprof_real_output", rnd / "profile")
+    assert report_for_round(rnd).target_operator == "matmul_kernel"
+    shutil.copytree(FIX / "standalone_real_output", rnd / "prof2")
+    (rnd / "round-state.json").write_text(json.dumps({"profile_dir": "prof2"}))
+    assert round_profile_dir(rnd) == rnd / "prof2"
+    assert report_for_round(rnd).source == "torch-npu-profiler"
