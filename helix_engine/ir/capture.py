@@ -18,7 +18,6 @@ Every capture writes ``D/capture-manifest.json``. D must not exist yet (no overw
 from __future__ import annotations
 
 import ast
-import json
 import shutil
 import subprocess
 import time

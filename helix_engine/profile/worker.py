@@ -90,7 +90,6 @@ def _steps(fn: Any, prof: Any, sync: Any, total: int, events: Any) -> None:
 
 def profile_torch(backend: Any, fn: Any, warmup: int, repeats: int, run_dir: Path, events: Any) -> str:
     """cuda / cpu: torch.profiler with the upstream schedule; returns the trace file name."""
-    import torch
     from torch.profiler import ProfilerActivity, profile, schedule
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if backend.name == "cuda" else [])
@@ -100,7 +99,6 @@ def profile_torch(backend: Any, fn: Any, warmup: int, repeats: int, run_dir: Pat
     with guard, profile(activities=activities, schedule=sched,
                         on_trace_ready=lambda p: p.export_chrome_trace(str(trace))) as prof:
         _steps(fn, prof, backend.synchronize, 1 + warmup + repeats, events)
-    del torch
     return trace.name
 
 
