@@ -228,6 +228,15 @@ def _relative(root: Path, path: Path) -> Path | None:
     return None
 
 
+def _file_key(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the file a path leads to: one stat instead of a realpath walk."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _safe_resolve(path: Path) -> Path | None:
     try:
         return path.resolve()
@@ -290,6 +299,8 @@ def _derive(snap: WorkspaceSnapshot) -> None:
     """Recompute everything that depends on several parts, from what is in memory."""
     existing = set(snap.rounds)
     wf = snap.workflow
+    base_perf = snap.baseline.perf_file if snap.baseline else None
+    base_key = _file_key(base_perf) if base_perf is not None else None
     derived: list[Problem] = []
     for n, view in snap.rounds.items():
         view.parent, parent_problem = _normalize_parent(view, existing)
@@ -310,14 +321,12 @@ def _derive(snap: WorkspaceSnapshot) -> None:
                                          "completed round (artifacts or passed statuses missing); re-run "
                                          "submit-round for it", severity="warning"))
         target = snap.extra.get("round_targets", {}).get(n)
-        base_perf = snap.baseline.perf_file if snap.baseline else None
-        if target is not None and base_perf is not None and _safe_resolve(target) != _safe_resolve(base_perf):
+        if target is not None and base_key is not None and _file_key(target) != base_key:
             view.problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "comparison_target_path does not "
-                                         f"point to the baseline perf file ({shown(base_perf, snap.root)}); "
+                                         f"point to the baseline perf file ({shown(base_perf, snap.root)}); "  # type: ignore[arg-type]
                                          "canonical comparisons always use the baseline", severity="warning"))
-    base_real = _safe_resolve(snap.baseline.perf_file) if snap.baseline and snap.baseline.perf_file else None
     for n, view in snap.rounds.items():
-        if base_real is not None and view.perf_file is not None and _safe_resolve(view.perf_file) == base_real:
+        if base_key is not None and view.perf_file is not None and _file_key(view.perf_file) == base_key:
             view.problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "perf_artifact is the baseline's "
                                          "perf file, so the round compares the baseline with itself; bench "
                                          f"the round into {view.name}/", severity="warning"))

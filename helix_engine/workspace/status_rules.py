@@ -66,6 +66,20 @@ def perf_issues(records: Iterable[PerfRecord]) -> PerfIssues:
     return issues
 
 
+_ISSUES_CACHE: dict[int, tuple[list[PerfRecord], PerfIssues]] = {}
+
+
+def _cached_issues(records: list[PerfRecord]) -> PerfIssues:
+    """perf_issues of the baseline, computed once per list object (every round compares with it)."""
+    hit = _ISSUES_CACHE.get(id(records))
+    if hit is not None and hit[0] is records:
+        return hit[1]
+    issues = perf_issues(records)
+    _ISSUES_CACHE.clear()
+    _ISSUES_CACHE[id(records)] = (records, issues)
+    return issues
+
+
 def _value(rec: PerfRecord, metric: str) -> float | None:
     return rec.kernel_avg_time_us if metric == "kernel" else rec.total_op_avg_time_us
 
@@ -98,7 +112,7 @@ def compare_with_baseline(
         comp.errors.append(warning)
         return RoundResult(comp, False, [warning], [problem])
 
-    b_issues, c_issues = perf_issues(baseline), perf_issues(candidate)
+    b_issues, c_issues = _cached_issues(baseline), perf_issues(candidate)
     if b_issues.duplicates:
         return refuse(f"duplicate latency ids in baseline perf data: {', '.join(b_issues.duplicates)}",
                       Problem(baseline_file, "repeats case labels ("
