@@ -168,17 +168,7 @@ def _diff_round(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    print(f"IR diff {data['parent']} -> {data['round']}")
-    if args.stage is not None:
-        _print_delta(data)
-        print(data["diff"] or "(no textual change)")
-        return 0
-    for p in data["stages"]:
-        mark = "changed" if p["changed"] else "same"
-        print(f"  {mark:>7}  lines {p['line_delta']:+6d}  bytes {p['size_delta']:+8d}  {p['to_stage']}")
-    for key, label in (("only_in_round", "only in round"), ("only_in_parent", "only in parent")):
-        for name in data[key]:
-            print(f"  {label}: {name}")
+    print(data.text)
     return 0
 
 

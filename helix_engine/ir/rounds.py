@@ -58,6 +58,27 @@ def parent_folder(ws: Path, n: int) -> tuple[Path, str, dict[str, Any]]:
     return ws / round_dir_name(k), f"round-{k}", state
 
 
+class RoundDiff(dict):  # type: ignore[type-arg]
+    """The JSON payload of a round diff, plus ``.text``: the same thing as `helix ir diff` prints."""
+
+    @property
+    def text(self) -> str:
+        lines = [f"IR diff {self['parent']} -> {self['round']}"]
+        if "diff" in self:
+            lines.append(f"{self['from_stage']} -> {self['to_stage']}: lines {self['line_delta']:+d}, "
+                         f"bytes {self['size_delta']:+d}")
+            if self["keyword_deltas"]:
+                lines.append("keywords: " + ", ".join(f"{k} {v:+d}" for k, v in self["keyword_deltas"].items()))
+            lines.append(self["diff"] or "(no textual change)")
+            return "\n".join(lines)
+        for p in self["stages"]:
+            mark = "changed" if p["changed"] else "same"
+            lines.append(f"  {mark:>7}  lines {p['line_delta']:+6d}  bytes {p['size_delta']:+8d}  {p['to_stage']}")
+        lines += [f"  only in round: {k}" for k in self["only_in_round"]]
+        lines += [f"  only in parent: {k}" for k in self["only_in_parent"]]
+        return "\n".join(lines)
+
+
 def _pair_summary(a: Stage, b: Stage) -> dict[str, Any]:
     d = diff_stages(a, b, context=0)
     changed = bool(d["diff"])
@@ -65,7 +86,7 @@ def _pair_summary(a: Stage, b: Stage) -> dict[str, Any]:
     return {**d, "changed": changed}
 
 
-def diff_round(ws: Path, n: int, stage: str | None = None, context: int = 2) -> dict[str, Any]:
+def diff_round(ws: Path, n: int, stage: str | None = None, context: int = 2) -> RoundDiff:
     """With ``stage``: that stage's unified diff parent → round. Without: every stage present on
     both sides with its deltas (changed first), and the stages only one side has."""
     ws = Path(ws)
@@ -77,8 +98,8 @@ def diff_round(ws: Path, n: int, stage: str | None = None, context: int = 2) -> 
         if not folder.is_dir():
             raise HelixError(f"{label} has no IR folder ({folder}); capture it with `helix ir capture --ir-dir {folder} ...`.")
     new, old = list_stages(round_ir), list_stages(parent_ir)
-    out: dict[str, Any] = {"round": f"round-{n}", "parent": parent_label, "round_ir": str(round_ir),
-                           "parent_ir": str(parent_ir)}
+    out = RoundDiff({"round": f"round-{n}", "parent": parent_label, "round_ir": str(round_ir),
+                     "parent_ir": str(parent_ir)})
     if stage is not None:
         a, b = select_stage(old, stage), select_stage(new, stage)
         out["stage"] = stage

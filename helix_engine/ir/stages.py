@@ -44,6 +44,11 @@ class Stage:
     keywords: dict[str, int] = field(default_factory=dict)
 
     @property
+    def name(self) -> str:
+        """What lists show and `select_stage` accepts first: the path relative to the IR dir."""
+        return self.rel_path
+
+    @property
     def interesting(self) -> int:
         return sum(self.keywords.get(k, 0) * w for k, w in KEYWORD_WEIGHTS.items())
 

@@ -168,3 +168,22 @@ def test_cli_ir_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "give the full relative path" in capsys.readouterr().err
     assert main(["ir", "find-changes", "--ir-dir", str(TRITON), "--json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["changes"]) == 2
+
+
+def test_round_diff_text_for_the_cockpit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from helix_engine.cli import main
+
+    shutil.copytree(TRITON, tmp_path / "baseline" / "ir")
+    _round(tmp_path, 1, "baseline", TRITON)
+    ptx = tmp_path / "opt-round-1" / "ir" / "add_kernel" / "add_kernel.ptx"
+    ptx.write_text(ptx.read_text().replace("ret;", "bar.sync 0;\n\tret;"))
+    names = [s.name for s in st.list_stages(tmp_path / "opt-round-1" / "ir")]
+    one = st.diff_round(tmp_path, 1, names[-1])
+    assert one.text.splitlines()[:3] == [
+        "IR diff baseline -> round-1", "add_kernel/add_kernel.ptx -> add_kernel/add_kernel.ptx: lines +1, bytes +13",
+        "keywords: barrier +1"]
+    assert main(["ir", "diff", "--round", "1", "--workspace", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "IR diff baseline -> round-1" and out[1].split()[0] == "changed"
+    assert main(["ir", "diff", "--round", "1", "--workspace", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stages"][0]["to_stage"] == "add_kernel/add_kernel.ptx"
