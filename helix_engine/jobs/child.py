@@ -17,6 +17,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 LOG_CAP_ENV = "HELIX_JOB_MAX_LOG_MB"
 CORE_ENV = "HELIX_JOB_CORE_DUMPS"
@@ -95,7 +96,12 @@ class Tee(threading.Thread):
         self.tail = b""
 
     def run(self) -> None:
-        with open(self.log_path, "ab") as log:
+        log = None
+        try:
+            log = open(self.log_path, "ab")  # noqa: SIM115 - closed in finally
+        except OSError:
+            self.cap = 0  # keep draining the pipe so the child never blocks on a full pipe
+        try:
             while True:
                 try:
                     chunk = os.read(self.fd, 65536)
@@ -104,20 +110,30 @@ class Tee(threading.Thread):
                 if not chunk:
                     break
                 self._remember(chunk)
-                if self.written < self.cap:
-                    part = chunk[: self.cap - self.written]
-                    log.write(part)
-                    self.written += len(part)
-                    if self.written >= self.cap:
-                        log.write(f"\n[helix: output.log reached {self.cap // (1024 * 1024)} MB; "
-                                  f"further output dropped ({LOG_CAP_ENV})]\n".encode())
-                    log.flush()
+                if log is not None and self.written < self.cap:
+                    self._write(log, chunk)
                 if self.echo:
-                    with contextlib.suppress(OSError, ValueError):
+                    with contextlib.suppress(OSError, ValueError, AttributeError):
                         sys.stderr.buffer.write(chunk)
                         sys.stderr.flush()
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        finally:
+            if log is not None:
+                with contextlib.suppress(OSError):
+                    log.close()
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+
+    def _write(self, log: Any, chunk: bytes) -> None:
+        try:
+            part = chunk[: self.cap - self.written]
+            log.write(part)
+            self.written += len(part)
+            if self.written >= self.cap:
+                log.write(f"\n[helix: output.log reached {self.cap // (1024 * 1024)} MB; "
+                          f"further output dropped ({LOG_CAP_ENV})]\n".encode())
+            log.flush()
+        except OSError:  # disk full: stop logging, keep draining
+            self.cap = self.written
 
     def _remember(self, chunk: bytes) -> None:
         self.tail = (self.tail + chunk)[-4096:]
