@@ -137,7 +137,10 @@ def resolve_inside(workspace: Path, declared_in: Path, value: str) -> Path:
             break
     if chosen is None:
         chosen = candidates[0]
-    real = chosen.resolve()
+    try:
+        real = chosen.resolve()
+    except (RuntimeError, OSError) as exc:  # symlink loop (RuntimeError on 3.11), ELOOP
+        raise PathOutsideWorkspace(f"{value!r} is a symlink loop; replace it with a real file") from exc
     if real != root and root not in real.parents:
         raise PathOutsideWorkspace(
             f"{value!r} resolves to {real}, outside the workspace {root}; keep artifacts inside it"
@@ -147,8 +150,11 @@ def resolve_inside(workspace: Path, declared_in: Path, value: str) -> Path:
 
 def is_inside(workspace: Path, path: Path) -> bool:
     """True when ``path`` (symlinks followed) lies inside ``workspace``."""
-    root = Path(workspace).resolve()
-    real = Path(path).resolve()
+    try:
+        root = Path(workspace).resolve()
+        real = Path(path).resolve()
+    except (RuntimeError, OSError):  # a symlink loop leads nowhere inside the workspace
+        return False
     return real == root or root in real.parents
 
 
