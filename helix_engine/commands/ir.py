@@ -182,6 +182,8 @@ def _capture(args: argparse.Namespace) -> int:
         return int(outcome.get("return_code", 1))
     print(f"Return code: {outcome['return_code']}")
     print(f"IR directory: {outcome['ir_dir']}")
+    if outcome.get("label"):
+        print(f"Stages: {outcome['label']}")
     if outcome.get("message"):
         print(outcome["message"])
     for kernel in outcome.get("kernels", []):
