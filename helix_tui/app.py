@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.resources
 import os
 import shlex
 import signal
@@ -35,6 +34,7 @@ from helix_tui.jobs_state import JobTracker
 from helix_tui.messages import (
     ActionFailed,
     ActionFinished,
+    FilesTouched,
     JobsChanged,
     PaneText,
     PerfReady,
@@ -54,12 +54,13 @@ JOB_POLL_S = 2.0
 
 
 def css_path() -> Path:
-    """styles/cockpit.tcss: the installed helix_tui.styles package, or the source tree."""
-    with contextlib.suppress(ModuleNotFoundError, FileNotFoundError, TypeError):
-        path = Path(str(importlib.resources.files("helix_tui.styles") / "cockpit.tcss"))
-        if path.is_file():
-            return path
-    return Path(__file__).resolve().parents[1] / "styles" / "cockpit.tcss"
+    """cockpit.tcss, relative to the styles package: helix_tui/styles/ once installed (the wheel
+    maps styles/ there), styles/ at the top of a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "styles" / "cockpit.tcss", here.parent / "styles" / "cockpit.tcss"):
+        if candidate.is_file():
+            return candidate
+    return here.parent / "styles" / "cockpit.tcss"
 
 
 class MainScreen(Screen[None]):
@@ -169,26 +170,28 @@ class HelixApp(App[int]):
 
     # ------------------------------------------------------------------ workers (post only)
 
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False, description="load")
     def load_full(self) -> None:
         from helix_engine.workspace.snapshot import load_workspace
 
         self.post_message(SnapshotLoaded(load_workspace(self.workspace)))
 
-    @work(thread=True, exclusive=True, group="jobs", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="jobs", exit_on_error=False, description="jobs")
     def poll_jobs(self) -> None:
         with self._jobs_lock:
             changed = self.tracker.refresh()
         if changed or self.tracker.error:
             self.post_message(JobsChanged(changed))
 
-    @work(exclusive=True, group="watch", exit_on_error=False)
+    @work(exclusive=True, group="watch", exit_on_error=False, description="watch")
     async def watch_files(self) -> None:
         from helix_engine.workspace.snapshot import reload
 
         try:
             async for batch in watch_workspace(self.workspace, stop_event=self._stop_watch):
                 paths = batch.snapshot_paths
+                if batch.rounds or any(render.BASELINE in p.parts for p in paths):
+                    self.post_message(FilesTouched(batch))  # tails first: no need to wait for the reload
                 if paths and self.snapshot is not None:
                     snap = await asyncio.to_thread(reload, self.snapshot, paths)
                     self.post_message(SnapshotReloaded(snap, batch))
@@ -205,24 +208,24 @@ class HelixApp(App[int]):
         with self._jobs_lock:
             return self.tracker.poll(job_ids)
 
-    @work(thread=True, exclusive=True, group="perf", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="perf", exit_on_error=False, description="perf")
     def compute_perf(self, snap: WorkspaceSnapshot, key: str, metric: str, against: str) -> None:
         self.post_message(PerfReady(views.perf_view(snap, key, metric, against)))
 
-    @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="diff", exit_on_error=False, description="diff")
     def compute_diff(self, snap: WorkspaceSnapshot, key: str) -> None:
         self.post_message(PaneText("diff", (key,), views.diff_text(snap, key), "diff"))
 
-    @work(thread=True, exclusive=True, group="hotspots", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="hotspots", exit_on_error=False, description="hotspots")
     def compute_hotspots(self, snap: WorkspaceSnapshot, key: str) -> None:
         self.post_message(PaneText("hotspots", (key,), views.hotspots_text(snap, key), "markdown"))
 
-    @work(thread=True, exclusive=True, group="ir", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="ir", exit_on_error=False, description="ir")
     def compute_ir(self, snap: WorkspaceSnapshot, key: str, stage: str | None) -> None:
         names, text = views.ir_text(snap, key, stage)
         self.post_message(PaneText("ir", (key, stage, *names), text))
 
-    @work(thread=True, group="action", exit_on_error=False)
+    @work(thread=True, group="action", exit_on_error=False, description="action")
     def run_engine(self, title: str, fn: actions.EngineCall) -> None:
         """Run one engine call; the result (or the sentence of its error) comes back as a message."""
         try:
@@ -246,6 +249,15 @@ class HelixApp(App[int]):
         self.snapshot = message.snapshot
         if self.ready:
             self.render_all(message.batch)
+
+    def on_files_touched(self, message: FilesTouched) -> None:
+        """Poll the open note tails of the selected round right away (appends are the common case)."""
+        if not self.ready or self.snapshot is None:
+            return
+        n = render.key_round(self.selected)
+        if (n is not None and n in message.batch.rounds) or (n is None and message.batch.snapshot_paths):
+            for widget_id in ("attempts", "summary", "analysis"):
+                self.main.query_one(f"#{widget_id}", FileTail).poll()
 
     def on_jobs_changed(self, message: JobsChanged) -> None:
         self.show_jobs()
@@ -369,6 +381,7 @@ class HelixApp(App[int]):
     def watch_selected(self) -> None:
         self.ir_stage = None
         if self.ready:
+            self.main.query_one("#tree", RoundTree).focus_key(self.selected)
             self.refresh_selection()
 
     def watch_metric(self) -> None:

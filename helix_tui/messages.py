@@ -28,6 +28,14 @@ class SnapshotReloaded(Message):
         self.batch = batch
 
 
+class FilesTouched(Message):
+    """A burst arrived: tails of open files can be polled before the snapshot is reloaded."""
+
+    def __init__(self, batch: WatchBatch) -> None:
+        super().__init__()
+        self.batch = batch
+
+
 class JobsChanged(Message):
     """Job files changed; the tracker already folded the new events in."""
 

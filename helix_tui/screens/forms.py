@@ -111,7 +111,7 @@ class EngineForm(ModalScreen[None]):
     def engine_call(self) -> actions.EngineCall:
         raise NotImplementedError
 
-    @work(thread=True, exclusive=True, exit_on_error=False)
+    @work(thread=True, exclusive=True, exit_on_error=False, description="helix form")
     def run_call(self, call: actions.EngineCall) -> None:
         try:
             payload, code = call()
@@ -254,7 +254,7 @@ class SubmitRoundScreen(EngineForm):
         self.query_one("#hypothesis", Input).focus()
         self.run_check()
 
-    @work(thread=True, exclusive=True, group="check", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="check", exit_on_error=False, description="helix form")
     def run_check(self) -> None:
         """The checker's current verdict on the round folder (read-only), shown inline."""
         try:

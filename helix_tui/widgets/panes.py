@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from rich.markdown import Markdown
-from rich.syntax import Syntax
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -130,8 +128,12 @@ class TextPane(VerticalScroll):
         body = self.query_one(".body", Static)
         self.plain = text
         if lexer == "markdown":
+            from rich.markdown import Markdown  # lazy: pygments costs ~90 ms at start-up
+
             body.update(Markdown(text))
         elif lexer:
+            from rich.syntax import Syntax
+
             body.update(Syntax(text, lexer, theme="ansi_dark", word_wrap=False, line_numbers=False))
         else:
             body.update(Text(text))

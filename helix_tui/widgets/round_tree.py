@@ -72,6 +72,7 @@ class RoundTree(Tree[str]):
         self.guide_depth = 2
         self.nodes_by_key: dict[str, TreeNode[str]] = {}
         self._shape: tuple[tuple[int, str | None], ...] | None = None
+        self._wanted: str | None = None
 
     def show(self, snap: WorkspaceSnapshot, selected: str) -> None:
         """Render ``snap``; keep the cursor on ``selected``."""
@@ -112,10 +113,16 @@ class RoundTree(Tree[str]):
     def focus_key(self, key: str) -> None:
         """Put the cursor on ``key`` once the rebuilt lines exist (else it lands on line 0 and
         the selection would jump)."""
+        self._wanted = key
         node = self.nodes_by_key.get(key)
         if node is None:
             return
         if node.line < 0:
-            self.call_after_refresh(self.focus_key, key)
+            self.call_after_refresh(self._focus_wanted)
             return
-        self.move_cursor(node, animate=False)
+        if self.cursor_node is not node:
+            self.move_cursor(node, animate=False)
+
+    def _focus_wanted(self) -> None:
+        if self._wanted is not None:
+            self.focus_key(self._wanted)
