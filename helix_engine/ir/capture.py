@@ -34,7 +34,7 @@ CMD_MARK = "[DEBUG] cmd_list: "
 REJOIN_FLAGS = ("--append-bisheng-options=", "--discrete-mask-access-conversion=", "--triton-to-unstructure=",
                 "--triton-to-linalg=")
 ADAPTER_INPUT = "kernel.ttadapter.mlir"
-CPU_LABEL = "compiled for sm_90 without a GPU (Triton's NVIDIA backend, from the interpreter run's launch types)"
+CPU_LABEL = "compiled for sm_{arch} without a GPU (Triton's NVIDIA backend, from the interpreter run's launch types)"
 REPLAY_TIMEOUT_S = 600
 
 
@@ -142,7 +142,9 @@ def capture_ir(ir_dir: Path, operator_file: Path, bench_file: Path | None = None
     second = run_child_job(ws, "ir-capture", "helix_engine.ir.worker",
                            {**common, "mode": "compile", "launches_file": str(launches)},
                            env={"TRITON_INTERPRET": "0"}, **job_kw)
-    manifest["label"] = CPU_LABEL
+    from helix_engine.ir.worker import nogpu_target
+
+    manifest["label"] = CPU_LABEL.format(arch=nogpu_target()[1])
     return _finish(ir_dir, manifest, second, [first.job.id, second.job.id])
 
 

@@ -10,7 +10,7 @@ Modes (``request["mode"]``):
   launch's argument types, constexpr values and launch options.
 - ``compile`` (cpu, interpreter OFF): compile the recorded launches for sm_90 with Triton's
   own NVIDIA backend (which ships ptxas), no GPU needed; same outputs as ``cuda``. It must be a
-  second process: in interpreter mode even triton.language's own helpers are interpreted
+  second process (target sm_90, or HELIX_IR_CUDA_ARCH): in interpreter mode even triton.language's own helpers are interpreted
   functions the compiler cannot lower.
 """
 
@@ -27,7 +27,15 @@ from typing import Any
 TEXT_STAGES = ("source", "ttir", "ttgir", "llir", "ptx", "amdgcn")
 META_KEYS = ("name", "num_warps", "num_stages", "num_ctas", "shared", "arch", "backend_name", "triton_version",
              "enable_fp_fusion", "maxnreg", "hash")
-SM90 = ("cuda", 90, 32)
+#: Target of the no-GPU compile; HELIX_IR_CUDA_ARCH (e.g. 80, 90, 100) picks another.
+ARCH_ENV = "HELIX_IR_CUDA_ARCH"
+
+
+def nogpu_target() -> tuple[str, int, int]:
+    import os
+
+    raw = os.environ.get(ARCH_ENV, "90").strip()
+    return ("cuda", int(raw) if raw.isdigit() else 90, 32)
 
 
 def _jit_of(obj: Any) -> Any:
@@ -221,7 +229,7 @@ def compile_recorded(operator_module: Any, launches: list[dict[str, Any]], ir_di
         try:
             sig, consts, attrs = signature_for(jf, launch)
             src = triton.compiler.ASTSource(jf, sig, consts, attrs)
-            compiled = triton.compile(src, target=GPUTarget(*SM90), options=dict(launch["options"]))
+            compiled = triton.compile(src, target=GPUTarget(*nogpu_target()), options=dict(launch["options"]))
         except Exception as exc:  # noqa: BLE001 - user kernels: report per kernel
             kernels.append({"name": launch["name"], "stages": [], "error": f"{type(exc).__name__}: {exc}"[:2000]})
             continue
