@@ -175,3 +175,26 @@ def test_truncated_timeline_json_is_a_warning(tmp_path: Path) -> None:
     tracks, problem = ascend.count_tracks(bad)
     assert tracks is None and problem is not None and problem.severity == "warning"
     assert "truncated" in problem.message
+
+
+def test_bom_header_and_extra_cells(tmp_path: Path) -> None:
+    path = tmp_path / "kernel_details.csv"
+    path.write_text("\ufeffStep Id,Name,Duration(us)\n1,k,2.5,extra\n2,k,3.5\n", encoding="utf-8")
+    assert ascend.op_averages_from_kernel_details(path, 9) == {"k": pytest.approx(3.0)}
+
+
+def test_large_timeline_json_is_scanned_not_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ascend, "MAX_JSON_LOAD_BYTES", 10)
+    src = MSPROF_OUT / "msprof_20260511093035.json"
+    assert ascend.count_tracks(src) == (8, None)  # same answer as json.load
+
+
+def test_csv_benchmark_runs_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import bench_profile_csv
+
+    rows = bench_profile_csv.run(rows=2000)  # raises if the two aggregations disagree
+    assert [r["unit"] for r in rows] == ["s", "MB", "MB"]
+    assert all(r["compare_to"] and r["ratio"] is not None and r["value"] >= 0 for r in rows)
