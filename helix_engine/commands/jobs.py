@@ -92,6 +92,11 @@ def _duration(job: Any) -> str:
     return f"{secs:.1f}s" if secs < 60 else f"{int(secs // 60)}m{int(secs % 60):02d}s"
 
 
+def _peak(job: Any) -> str | None:
+    peak = (job.model_extra or {}).get("peak_memory_mb")
+    return f"peak {peak:.0f} MB" if isinstance(peak, (int, float)) else None
+
+
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(1, width - 1)] + "…"
 
@@ -196,7 +201,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     rows = [("id", job.id), ("kind", job.kind), ("status", job.status), ("round", job.round),
             ("backend", job.backend), ("device", job.device), ("pid", job.pid),
             ("created", _clock(job.created_at)), ("started", _clock(job.started_at)),
-            ("ended", _clock(job.ended_at)), ("duration", _duration(job)), ("exit code", job.exit_code)]
+            ("ended", _clock(job.ended_at)), ("duration", _duration(job)), ("exit code", job.exit_code),
+            ("memory", _peak(job))]
     for key, value in rows:
         if value is not None:
             print(_cut(f"{key + ':':<11}{value}", WIDTH))
@@ -231,6 +237,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
     folder = job_dir(ws, job.id)
     offset = 0
     out_offset = 0
+    printed = 0
     while True:
         active = load_job(ws, job.id).status in ACTIVE_STATUSES
         if args.output:
@@ -240,6 +247,7 @@ def cmd_tail(args: argparse.Namespace) -> int:
                 events, new_offset = read_events(folder, offset)
                 for event in events:
                     print(json.dumps(event, ensure_ascii=False) if args.json else format_event(event))
+                    printed += 1
                 if new_offset == offset:
                     break
                 offset = new_offset
@@ -247,6 +255,9 @@ def cmd_tail(args: argparse.Namespace) -> int:
         if not args.follow or not active:
             break
         time.sleep(0.2)
+    if not printed and not args.output and not args.json:
+        print(textwrap.fill(f"no events from job {job.id} ({load_job(ws, job.id).status}); "
+                            "`--output` shows its output.log", WIDTH))
     if args.follow:
         final = load_job(ws, job.id)
         if not args.json and not args.output:
@@ -317,4 +328,7 @@ def cmd_backend(args: argparse.Namespace) -> int:
             print(textwrap.fill(f"{name}: {reason}", WIDTH, initial_indent="  ", subsequent_indent="    "))
     if report.probe_error:
         print(textwrap.fill(f"probe: {report.probe_error}", WIDTH))
+    age = time.time() - report.probed_at
+    if age > 5:
+        print(f"(probed {age:.0f} s ago and cached; --refresh probes again)")
     return 0

@@ -82,6 +82,21 @@ def group_members(pgid: int) -> list[tuple[int, int]]:
     return out
 
 
+def own_group(pgid: int | None, leader_start_ticks: int | None) -> int | None:
+    """``pgid`` when it is still the job's group, None when that id now belongs to others.
+
+    Linux never hands out a PID still used as a process-group id, so a group whose leader
+    is gone but which still has members is the job's; a live leader with another start
+    time means the id was reused after the job's group emptied.
+    """
+    if not pgid or pgid <= 1:
+        return None
+    now = start_ticks(pgid)
+    if now is not None and leader_start_ticks is not None and now != leader_start_ticks:
+        return None
+    return pgid
+
+
 def group_rss_bytes(pgid: int) -> int:
     return sum(rss for _, rss in group_members(pgid))
 

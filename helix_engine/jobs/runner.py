@@ -138,6 +138,7 @@ class _Supervisor:
         self.offset = 0
         self.stop_event = threading.Event()
         self.stop_reason: list[str] = []
+        self.peak = 0  # bytes, the largest memory sample of the job's process group
 
     def pump(self) -> None:
         if self.on_event is None:
@@ -156,6 +157,8 @@ class _Supervisor:
         self.info.message = message
         self.info.exit_code = exit_code
         self.info.ended_at = time.time()
+        if self.peak and self.info.model_extra is not None:
+            self.info.model_extra["peak_memory_mb"] = round(self.peak / 2**20, 1)
         self.write()
         self.pump()
         return self.info
@@ -222,6 +225,7 @@ class _Supervisor:
             if rss_limit is not None and now >= next_mem:
                 next_mem = now + _MEM_EVERY_S
                 used = procs.group_memory_bytes(pgid, rss_limit)
+                self.peak = max(self.peak, used)
                 if used > rss_limit:
                     procs.signal_group(pgid, signal.SIGKILL)
                     return reap(proc), ("failed", f"killed: the job used {used / 2**20:.0f} MB of memory, "
@@ -351,14 +355,14 @@ def cancel_job(ws: Path, job_id: str, grace_s: float = 5.0) -> JobInfo:
     info = load_job(ws, job_id)
     folder = job_dir(ws, info.id)
     extra = info.model_extra or {}
+    remote = extra.get("host") not in (None, "", socket.gethostname())
+    pgid = None if remote else procs.own_group(extra.get("pgid"), extra.get("pid_start_ticks"))
     if info.status not in ACTIVE_STATUSES:
         if info.status == "lost":
-            procs.terminate_group(extra.get("pgid"), grace_s)
+            procs.terminate_group(pgid, grace_s)  # leftovers of a dead supervisor
         return info
     request_cancel(folder)
-    remote = extra.get("host") not in (None, "", socket.gethostname())
-    pgid = extra.get("pgid")
-    if not remote and pgid and procs.pid_alive(info.pid, extra.get("pid_start_ticks")):
+    if pgid and procs.pid_alive(info.pid, extra.get("pid_start_ticks")):
         procs.terminate_group(pgid, grace_s)
     deadline = time.monotonic() + grace_s + 5.0
     while time.monotonic() < deadline:
@@ -373,7 +377,7 @@ def cancel_job(ws: Path, job_id: str, grace_s: float = 5.0) -> JobInfo:
     with job_lock(folder):
         current = read_job_file(folder)
         if current.status in ACTIVE_STATUSES:
-            procs.terminate_group((current.model_extra or {}).get("pgid"), 0.5)
+            procs.terminate_group(pgid, 0.5)
             current.status = "cancelled"
             current.ended_at = time.time()
             current.message = "cancelled on request (the supervising process was gone)"

@@ -423,6 +423,7 @@ def test_spawn_cli_runs_detached_in_its_own_session(tmp_path: Path) -> None:
     assert list_jobs(tmp_path) == []  # the spawn log is not mistaken for a job
 
 
+@pytest.mark.slow
 def test_jobs_cli_list_show_and_follow_a_live_job(tmp_path: Path) -> None:
     child = _script(tmp_path, "slow.py", """
         import time
@@ -545,3 +546,35 @@ def test_child_sees_helix_device_and_backend(tmp_path: Path) -> None:
     assert (tmp_path / ".helix/jobs" / info.id / "output.log").read_text().split() == ["cpu", "cpu", "1"]
     info = run_job(tmp_path, "test", [PY, "-c", code], backend="cpu", timeout_s=30, env={"TRITON_INTERPRET": "0"})
     assert (tmp_path / ".helix/jobs" / info.id / "output.log").read_text().split()[-1] == "0"  # caller wins
+
+
+def _cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PY, "-m", "helix_engine", "jobs", *args, "-w", str(ws)], capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+
+
+@pytest.mark.slow
+def test_jobs_cli_on_finished_and_failed_jobs(tmp_path: Path) -> None:
+    failed = run_job(tmp_path, "test", [PY, "-c", "import sys; print('é' * 300); sys.exit(4)"], timeout_s=30)
+    ok = run_job(tmp_path, "bench", [PY, "-c", "x = bytearray(50_000_000); import time; time.sleep(0.5)"],
+                 timeout_s=30, round_name="opt-round-12")
+    assert (ok.model_extra or {}).get("peak_memory_mb", 0) > 40  # the 50 MB buffer was seen
+    show = _cli(tmp_path, "show", failed.id)
+    assert show.returncode == 0 and "exited with code 4" in show.stdout
+    assert all(len(ln) <= 80 for ln in show.stdout.splitlines())
+    assert "peak" in _cli(tmp_path, "show", ok.id).stdout
+    cancel = _cli(tmp_path, "cancel", failed.id)
+    assert cancel.returncode == 0 and "already ended (failed)" in cancel.stdout
+    assert load_job(tmp_path, failed.id).status == "failed"  # cancel did not rewrite it
+    tail = _cli(tmp_path, "tail", failed.id)
+    assert tail.returncode == 0 and "no events from job" in tail.stdout
+    out = _cli(tmp_path, "tail", failed.id, "--output")
+    assert "é" * 10 in out.stdout
+    round_dir = tmp_path / "opt-round-12"
+    round_dir.mkdir()
+    listing = _cli(round_dir, "list", "--json")  # a round folder means its workspace
+    data = json.loads(listing.stdout)
+    assert [j["id"] for j in data["jobs"]] == [ok.id, failed.id]
+    assert _cli(tmp_path, "list", "--limit", "1").stdout.count("\n") == 2  # header + one job
+    follow = _cli(tmp_path, "tail", failed.id, "--follow")
+    assert follow.returncode == 1 and f"job {failed.id} failed" in follow.stdout

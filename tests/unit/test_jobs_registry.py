@@ -283,3 +283,15 @@ def test_group_memory_of_this_process_group() -> None:
     assert rss > 0
     assert procs.group_memory_bytes(pgid, limit=1) > 0  # PSS path
     assert procs.group_memory_bytes(2**22 + 12345) == 0  # no such group
+
+
+def test_own_group_refuses_a_reused_process_group_id() -> None:
+    from helix_engine.jobs import procs
+
+    me = os.getpid()
+    ticks = procs.start_ticks(me)
+    assert ticks is not None
+    assert procs.own_group(me, ticks) == me
+    assert procs.own_group(me, ticks + 1) is None  # same number, another process: not ours
+    assert procs.own_group(None, ticks) is None and procs.own_group(1, None) is None
+    assert procs.signal_group(os.getpgrp(), 0) is False  # never signals our own group
