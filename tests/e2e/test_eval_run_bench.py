@@ -143,3 +143,27 @@ def test_cli_run_bench_json(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["bench_mode"] == "perf-counter" and len(data["records"]) == 2
+
+
+def test_device_pool_runs_one_job_per_case_in_declared_order(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "add")
+    out = run_bench(ws / "add.py", devices=["0", "1"])
+    assert out.exit_code == 0, out.text
+    assert [r["case_label"] for r in out.records] == ["n256", "n1000"]
+    jobs = assert_jobs_settled(ws)
+    assert sorted(j.kind for j in jobs) == ["bench-plan", "run-bench", "run-bench"]
+    assert sorted(j.device for j in jobs if j.kind == "run-bench") in (["0", "1"], ["0", "0"], ["1", "1"])
+
+
+def test_msprof_run_one_target(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "add")
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({"action": "bench", "operator_file": str(ws / "add.py"), "bench_file": str(ws / "bench_add.py"),
+                               "bench_mode": "msprof", "backend": "cpu", "device_str": "cpu", "result_path": str(tmp_path / "r.json")}))
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    ok = subprocess.run([sys.executable, "-m", "helix_engine.eval.worker", str(req), "--run-one", "n256", "--iterations", "2"],
+                        capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "helix_engine.eval.worker", str(req), "--run-one", "nope"],
+                         capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert bad.returncode == 2 and "no bench case 'nope'" in bad.stderr
