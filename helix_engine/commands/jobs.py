@@ -1,4 +1,4 @@
-"""``helix jobs [list|show ID|tail ID [--follow]|cancel ID]`` and ``helix backend``.
+"""``helix jobs [list|show ID|tail ID [--follow]|cancel ID|prune]`` and ``helix backend``.
 
 Thin by design: parse, call the jobs registry/runner or the backend probe, print text that
 fits 80 columns or ``--json``. Nothing here imports torch (the probe runs in a subprocess).
@@ -35,7 +35,7 @@ def register(sub: Any) -> None:
 
     # Every helix command: Ctrl-C/SIGTERM also stop jobs supervised from worker threads.
     install_interrupt_handlers()
-    jobs = sub.add_parser("jobs", help="list, show, tail or cancel the workspace's jobs",
+    jobs = sub.add_parser("jobs", help="list, show, tail, cancel or prune the workspace's jobs",
                           description="Jobs are the test/bench/profile runs of a workspace "
                           "(.helix/jobs/<id>/). Without an action, lists them.")
     _add_common(jobs, suppress=False)
@@ -60,6 +60,11 @@ def register(sub: Any) -> None:
     p.add_argument("--grace", type=float, default=5.0, metavar="S", help="seconds before SIGKILL (default 5)")
     _add_common(p, suppress=True)
     p.set_defaults(func=cmd_cancel)
+
+    p = actions.add_parser("prune", help="delete the folders of finished jobs beyond the newest N")
+    p.add_argument("--keep", type=int, default=100, metavar="N", help="jobs to keep (default 100)")
+    _add_common(p, suppress=True)
+    p.set_defaults(func=cmd_prune)
 
     backend = sub.add_parser("backend", help="which backend (npu, cuda, cpu) helix would use, and why")
     backend.add_argument("--json", action="store_true", help="print JSON")
@@ -293,6 +298,20 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         return 0
     text = f"job {job.id} {job.status}" + (f": {job.message}" if job.message else "")
     print(textwrap.fill(text, WIDTH))
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    from helix_engine.jobs.registry import prune_jobs
+
+    if args.keep < 0:
+        raise HelixError("--keep must be 0 or more")
+    ws = resolve_workspace(args.workspace)
+    removed = prune_jobs(ws, keep=args.keep)
+    if args.json:
+        print_json({"removed": removed})
+    else:
+        print(f"removed {len(removed)} finished job folder(s); kept the newest {args.keep}")
     return 0
 
 

@@ -235,3 +235,26 @@ def job_lock(folder: Path) -> Iterator[None]:
 def read_job_file(folder: Path) -> JobInfo:
     """job.json of one folder, without lost detection (raises on a damaged file)."""
     return _read_job(folder)
+
+
+def prune_jobs(ws: Path, keep: int = 100) -> list[str]:
+    """Delete the folders of finished jobs beyond the ``keep`` newest; returns the ids removed.
+
+    Why: every test/bench run leaves a folder (output.log may be tens of MB); a long
+    optimization would otherwise fill the disk. Queued/running jobs are never removed, and
+    neither are spawn logs of the kept period.
+    """
+    import shutil
+
+    removed: list[str] = []
+    jobs = list_jobs(ws)
+    for info in jobs[max(0, keep):]:
+        if info.status in ACTIVE_STATUSES:
+            continue
+        shutil.rmtree(jobs_root(ws) / info.id, ignore_errors=True)
+        removed.append(info.id)
+    logs = sorted(jobs_root(ws).glob("spawn-*.log"), reverse=True)
+    for old in logs[max(0, keep):]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+    return removed

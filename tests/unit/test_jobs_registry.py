@@ -295,3 +295,19 @@ def test_own_group_refuses_a_reused_process_group_id() -> None:
     assert procs.own_group(me, ticks + 1) is None  # same number, another process: not ours
     assert procs.own_group(None, ticks) is None and procs.own_group(1, None) is None
     assert procs.signal_group(os.getpgrp(), 0) is False  # never signals our own group
+
+
+def test_prune_keeps_the_newest_and_every_active_job(tmp_path: Path) -> None:
+    from helix_engine.jobs.registry import prune_jobs
+
+    for i in range(5):
+        _job(tmp_path, f"j{i}", created_at=100.0 + i)
+    _job(tmp_path, "old-running", created_at=1.0, status="running", supervisor_pid=os.getpid())
+    for i in range(4):
+        (tmp_path / ".helix/jobs" / f"spawn-2026010{i}.log").write_text("x")
+    removed = prune_jobs(tmp_path, keep=2)
+    assert sorted(removed) == ["j0", "j1", "j2"]
+    assert [j.id for j in list_jobs(tmp_path)] == ["j4", "j3", "old-running"]
+    assert sorted(p.name for p in (tmp_path / ".helix/jobs").glob("spawn-*")) == [
+        "spawn-20260102.log", "spawn-20260103.log"]
+    assert prune_jobs(tmp_path / "nowhere", keep=0) == []
