@@ -73,6 +73,7 @@ class RoundTree(Tree[str]):
         self.nodes_by_key: dict[str, TreeNode[str]] = {}
         self._shape: tuple[tuple[int, str | None], ...] | None = None
         self._wanted: str | None = None
+        self._settling = False  # after a rebuild: swallow cursor jumps until the wanted node is back
 
     def show(self, snap: WorkspaceSnapshot, selected: str) -> None:
         """Render ``snap``; keep the cursor on ``selected``."""
@@ -84,6 +85,7 @@ class RoundTree(Tree[str]):
                     node.set_label(node_label(snap, key))
             return
         self._shape = new_shape
+        self._settling = True
         self.clear()
         self.nodes_by_key = {}
         placed: set[int] = set()
@@ -122,6 +124,16 @@ class RoundTree(Tree[str]):
             return
         if self.cursor_node is not node:
             self.move_cursor(node, animate=False)
+        else:
+            self._settling = False
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
+        """A rebuild moves the cursor line under the old node; only the wanted node counts."""
+        if self._settling:
+            if event.node.data != self._wanted:
+                event.stop()
+                return
+            self._settling = False
 
     def _focus_wanted(self) -> None:
         if self._wanted is not None:
