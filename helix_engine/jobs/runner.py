@@ -171,14 +171,12 @@ class _Supervisor:
             return "cancelled on request"
         return None
 
-    @property
-    def pgid(self) -> int | None:
-        return (self.info.model_extra or {}).get("pgid")
-
     def spawn(self, argv: list[str], cwd: Path, env: dict[str, str], echo: bool) -> tuple[Any, Tee] | str:
         cap = DEFAULT_LOG_CAP_MB
         with contextlib.suppress(ValueError):
             cap = max(1, int(float(os.environ.get(LOG_CAP_ENV, "") or cap)))
+        if not Path(cwd).is_dir():
+            return f"the job's working folder {cwd} does not exist; run it from an existing folder"
         procs.become_subreaper()
         read_fd, write_fd = os.pipe()
         try:
@@ -187,10 +185,11 @@ class _Supervisor:
                 stdout=write_fd, stderr=write_fd, start_new_session=True,
                 preexec_fn=pdeathsig_setup(),  # noqa: PLW1509 - only prctl/setrlimit
             )
-        except OSError as exc:
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
             os.close(read_fd)
             os.close(write_fd)
-            return f"could not start {argv[0]!r} ({exc.strerror or exc}); check the command"
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return f"could not start {argv[0]!r} ({why}); check the command"
         os.close(write_fd)
         tee = Tee(read_fd, self.folder / OUTPUT_NAME, echo, cap * 1024 * 1024)
         tee.start()
@@ -334,12 +333,18 @@ def run_job(
                     tee.join(timeout=2)
                     raise
                 return sup.conclude(proc, tee, rc, outcome)
-    except (KeyboardInterrupt, JobInterrupted) as exc:
-        what = "KeyboardInterrupt" if isinstance(exc, KeyboardInterrupt) else str(exc)
+    except BaseException as exc:
         if info.status in ACTIVE_STATUSES:
             rc = proc.returncode if proc is not None else None
-            sup.finish("cancelled", f"interrupted: the supervising helix process got {what}; the job's "
-                       "processes were stopped", rc)
+            if isinstance(exc, (KeyboardInterrupt, JobInterrupted)):
+                what = "KeyboardInterrupt" if isinstance(exc, KeyboardInterrupt) else str(exc)
+                status, text = "cancelled", (f"interrupted: the supervising helix process got {what}; "
+                                             "the job's processes were stopped")
+            else:
+                status, text = "failed", (f"helix failed while supervising the job ({type(exc).__name__}: "
+                                          f"{exc}); the job's processes were stopped")
+            with contextlib.suppress(Exception):  # e.g. the disk is full: keep the first error
+                sup.finish(status, text, rc)
         raise
     finally:
         with _ACTIVE_LOCK:

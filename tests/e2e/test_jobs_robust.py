@@ -578,3 +578,25 @@ def test_jobs_cli_on_finished_and_failed_jobs(tmp_path: Path) -> None:
     assert _cli(tmp_path, "list", "--limit", "1").stdout.count("\n") == 2  # header + one job
     follow = _cli(tmp_path, "tail", failed.id, "--follow")
     assert follow.returncode == 1 and f"job {failed.id} failed" in follow.stdout
+
+
+def test_bad_command_lines_are_failed_jobs_not_crashes(tmp_path: Path) -> None:
+    gone = run_job(tmp_path, "bench", [PY, "-c", "pass"], cwd=tmp_path / "missing", timeout_s=10)
+    assert gone.status == "failed" and "does not exist" in (gone.message or "")
+    nul = run_job(tmp_path, "bench", [PY, "-c", "pass\0"], timeout_s=10)
+    assert nul.status == "failed" and "could not start" in (nul.message or "")
+    assert {j.status for j in list_jobs(tmp_path)} == {"failed"}
+
+
+def test_a_supervisor_error_still_ends_the_job_and_its_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from helix_engine.jobs import runner
+
+    def broken_pump(self: Any) -> None:
+        raise RuntimeError("tailing failed")
+
+    monkeypatch.setattr(runner._Supervisor, "pump", broken_pump)
+    with pytest.raises(RuntimeError, match="tailing failed"):
+        run_job(tmp_path, "bench", [PY, "-c", "import time; time.sleep(60)"], timeout_s=60, grace_s=1.0)
+    job = list_jobs(tmp_path)[0]
+    assert job.status == "failed" and "helix failed while supervising" in (job.message or "")
+    _assert_group_gone(_pgid(job))
