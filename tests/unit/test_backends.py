@@ -197,3 +197,20 @@ def test_real_probe_here_and_helix_backend_cli(tmp_path: Path) -> None:
     assert f"backend: {data['selected']}" in text.stdout
     assert "not picked:" in text.stdout
     assert all(len(line) <= 80 for line in text.stdout.splitlines())
+
+
+def test_hung_probe_is_killed_with_its_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(be, "PROBE_TIMEOUT_S", 1.0)
+    pidfile = tmp_path / "child.pid"
+    fake = _fake_python(tmp_path, f"sleep 300 & echo $! > {pidfile}; wait")
+    report = detect(python=fake, refresh=True)
+    assert report.picked == "cpu" and "did not finish" in (report.probe_error or "")
+    import time
+
+    from helix_engine.jobs.procs import pid_alive
+
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while pid_alive(pid) and time.monotonic() < deadline:  # SIGKILL is delivered asynchronously
+        time.sleep(0.02)
+    assert not pid_alive(pid)

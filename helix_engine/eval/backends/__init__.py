@@ -9,9 +9,11 @@ executable and the environment that matters.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -122,17 +124,23 @@ def _run_probe(python: str) -> dict[str, Any]:
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     env.pop("TRITON_INTERPRET", None)
     try:
-        proc = subprocess.run(
-            [python, "-c", _PROBE], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
+        proc = subprocess.Popen(
+            [python, "-c", _PROBE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env=env, stdin=subprocess.DEVNULL, start_new_session=True,
         )
-    except subprocess.TimeoutExpired:
-        return {"probe_error": f"the backend probe did not finish within {PROBE_TIMEOUT_S:.0f} s"}
     except OSError as exc:
         return {"probe_error": f"could not start {python} ({exc.strerror or exc})"}
-    lines = [ln for ln in proc.stdout.strip().splitlines() if ln.startswith("{")]
+    try:
+        stdout, stderr = proc.communicate(timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the probe and anything it started
+        proc.communicate()
+        return {"probe_error": f"the backend probe did not finish within {PROBE_TIMEOUT_S:.0f} s "
+                "(a device driver may be hung)"}
+    lines = [ln for ln in (stdout or "").strip().splitlines() if ln.startswith("{")]
     if not lines:
-        tail = (proc.stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        tail = (stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
         return {"probe_error": f"the backend probe crashed ({tail[0][:200]})"}
     try:
         data = json.loads(lines[-1])
