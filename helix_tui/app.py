@@ -20,7 +20,7 @@ from pathlib import Path
 
 from textual import on, work
 from textual.app import App, ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -43,12 +43,14 @@ from helix_tui.messages import (
     WatchStopped,
 )
 from helix_tui.widgets.file_tail import FileTail
-from helix_tui.widgets.jobs_pane import JobsPane
+from helix_tui.widgets.jobs_pane import JobsPane, JobsStrip
 from helix_tui.widgets.panes import CockpitHeader, IRPane, PerfPane, TextPane
 from helix_tui.widgets.round_tree import RoundTree
 
 #: Below this width the tree narrows and the footer shows fewer keys (80×24 over SSH).
 NARROW_WIDTH = 110
+#: From this size on, a live strip (running jobs, the attempts tail) sits under the tabs.
+WIDE_WIDTH, WIDE_HEIGHT = 140, 40
 #: How often job liveness (a pid that died without an end event → lost) is re-checked.
 JOB_POLL_S = 2.0
 
@@ -72,26 +74,33 @@ class MainScreen(Screen[None]):
         yield CockpitHeader(id="header")
         with Horizontal(id="body"):
             yield RoundTree(id="tree")
-            with TabbedContent(id="tabs", initial="tab-perf"):
-                with TabPane("Perf", id="tab-perf"):
-                    yield PerfPane(id="perf")
-                with TabPane("Attempts", id="tab-attempts"):
-                    with TabbedContent(id="notes", initial="tab-attempts-md"):
-                        with TabPane("attempts.md", id="tab-attempts-md"):
-                            yield FileTail(id="attempts")
-                        with TabPane("summary.md", id="tab-summary-md"):
-                            yield FileTail(id="summary")
-                        with TabPane("perf-analysis.md", id="tab-analysis-md"):
-                            yield FileTail(id="analysis")
-                with TabPane("Jobs", id="tab-jobs"):
-                    yield JobsPane(id="jobs")
-                with TabPane("Hotspots", id="tab-hotspots"):
-                    yield TextPane(id="hotspots")
-                with TabPane("Diff", id="tab-diff"):
-                    yield TextPane(id="diff")
-                with TabPane("IR", id="tab-ir"):
-                    yield IRPane(id="ir")
+            with Vertical(id="right"):
+                yield from self._tabs()
+                with Horizontal(id="live"):
+                    yield JobsStrip(id="live-jobs")
+                    yield FileTail(id="live-attempts")
         yield Footer(compact=True)
+
+    def _tabs(self) -> ComposeResult:
+        with TabbedContent(id="tabs", initial="tab-perf"):
+            with TabPane("Perf", id="tab-perf"):
+                yield PerfPane(id="perf")
+            with TabPane("Attempts", id="tab-attempts"):
+                with TabbedContent(id="notes", initial="tab-attempts-md"):
+                    with TabPane("attempts.md", id="tab-attempts-md"):
+                        yield FileTail(id="attempts")
+                    with TabPane("summary.md", id="tab-summary-md"):
+                        yield FileTail(id="summary")
+                    with TabPane("perf-analysis.md", id="tab-analysis-md"):
+                        yield FileTail(id="analysis")
+            with TabPane("Jobs", id="tab-jobs"):
+                yield JobsPane(id="jobs")
+            with TabPane("Hotspots", id="tab-hotspots"):
+                yield TextPane(id="hotspots")
+            with TabPane("Diff", id="tab-diff"):
+                yield TextPane(id="diff")
+            with TabPane("IR", id="tab-ir"):
+                yield IRPane(id="ir")
 
     def on_mount(self) -> None:
         self.composed = True
@@ -102,6 +111,7 @@ class MainScreen(Screen[None]):
 
     def on_resize(self) -> None:
         self.set_class(self.size.width < NARROW_WIDTH, "-narrow")
+        self.set_class(self.size.width >= WIDE_WIDTH and self.size.height >= WIDE_HEIGHT, "-wide")
 
 
 class HelixApp(App[int]):
@@ -256,7 +266,7 @@ class HelixApp(App[int]):
             return
         n = render.key_round(self.selected)
         if (n is not None and n in message.batch.rounds) or (n is None and message.batch.snapshot_paths):
-            for widget_id in ("attempts", "summary", "analysis"):
+            for widget_id in ("attempts", "summary", "analysis", "live-attempts"):
                 self.main.query_one(f"#{widget_id}", FileTail).poll()
 
     def on_jobs_changed(self, message: JobsChanged) -> None:
@@ -266,6 +276,7 @@ class HelixApp(App[int]):
         if self.ready:
             with self._jobs_lock:
                 self.main.query_one("#jobs", JobsPane).show(self.tracker)
+                self.main.query_one("#live-jobs", JobsStrip).show(self.tracker)
 
     def on_watch_stopped(self, message: WatchStopped) -> None:
         if not self.ready:
@@ -357,7 +368,9 @@ class HelixApp(App[int]):
 
     def _refresh_selection(self, snap: WorkspaceSnapshot, reopen: bool) -> None:
         folder = views.round_dir(snap, self.selected)
-        for widget_id, name in (("attempts", "attempts.md"), ("summary", "summary.md"), ("analysis", "perf-analysis.md")):
+        notes = (("attempts", "attempts.md"), ("summary", "summary.md"), ("analysis", "perf-analysis.md"),
+                 ("live-attempts", "attempts.md"))
+        for widget_id, name in notes:
             tail = self.main.query_one(f"#{widget_id}", FileTail)
             path = folder / name
             if reopen or tail.path != path:

@@ -219,4 +219,8 @@ def ir_text(snap: WorkspaceSnapshot, key: str, stage: str | None) -> tuple[list[
         result = ir_stages.diff_round(snap.root, n, chosen)
     except Exception as exc:  # noqa: BLE001
         return names, f"Cannot diff stage {chosen} against the parent: {exc}"
-    return names, result if isinstance(result, str) else str(getattr(result, "text", result))
+    if isinstance(result, str):
+        return names, result
+    text = getattr(result, "text", None)
+    text = text() if callable(text) else text
+    return names, str(text if text is not None else result)

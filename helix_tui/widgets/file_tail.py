@@ -44,6 +44,7 @@ class FileTail(ScrollView, can_focus=True):
         self.end = 0  # byte offset after the last complete line read
         self.note = ""
         self.partial = ""  # the last line while it has no newline yet
+        self._follow = True
         self._width = 0
 
     # ------------------------------------------------------------------ file reading
@@ -56,7 +57,17 @@ class FileTail(ScrollView, can_focus=True):
         if self.path is not None:
             self._read_tail()
         self._resize()
+        self._follow = True
         self.scroll_end(animate=False, immediate=True)
+        self.call_after_refresh(self._keep_following)
+
+    def on_resize(self) -> None:
+        """A pane shown for the first time (or resized) keeps following the end."""
+        self.call_after_refresh(self._keep_following)
+
+    def _keep_following(self) -> None:
+        if self._follow and self.scroll_y < self.max_scroll_y:
+            self.scroll_end(animate=False, immediate=True)
 
     def _file_size(self) -> int | None:
         try:
@@ -114,7 +125,7 @@ class FileTail(ScrollView, can_focus=True):
         partial = data[len(complete) :].decode("utf-8", errors="replace")
         if not complete and partial == self.partial:
             return False
-        follow = self.is_vertical_scroll_end or self.max_scroll_y == 0
+        follow = self._follow or self.is_vertical_scroll_end or self.max_scroll_y == 0
         self.end += len(complete)
         self.partial = partial
         self.note = ""
@@ -157,6 +168,8 @@ class FileTail(ScrollView, can_focus=True):
 
     def watch_scroll_y(self, old: float, new: float) -> None:
         super().watch_scroll_y(old, new)
+        if self.max_scroll_y > 0:
+            self._follow = new >= self.max_scroll_y
         if new == 0 and old > 0 and self.start > 0:
             self.call_after_refresh(self.action_older)
 

@@ -143,3 +143,29 @@ def _age(live: JobLive, now: float) -> str:
     end = getattr(info, "ended_at", None) or now
     seconds = max(0.0, end - start)
     return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}m"
+
+
+class JobsStrip(Static):
+    """Wide screens: the newest jobs, one line each, with a text progress bar."""
+
+    DEFAULT_CSS = """
+    JobsStrip { width: 1fr; height: 1fr; padding: 0 1; }
+    """
+
+    MAX_ROWS = 8
+
+    def on_mount(self) -> None:
+        self.update(Text("jobs: none yet", style="dim"))
+
+    def show(self, tracker: JobTracker) -> None:
+        text = Text(no_wrap=True, overflow="ellipsis")
+        shown = [tracker.jobs[j] for j in tracker.order[: self.MAX_ROWS] if j in tracker.jobs]
+        if not shown:
+            text.append(tracker.error or "jobs: none yet", style="dim")
+        for i, live in enumerate(shown):
+            if i:
+                text.append("\n")
+            text.append(f"{live.status:<9}", style=STATUS_STYLE.get(live.status, ""))
+            text.append(f" {live.kind:<8} {live.round:<13} ")
+            text.append(render.progress_bar(live.done, live.total))
+        self.update(text)

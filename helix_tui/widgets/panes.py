@@ -159,4 +159,5 @@ class IRPane(Horizontal):
             options.add_options(stages)
         if chosen in stages:
             options.highlighted = stages.index(chosen)
-        self.query_one("#ir-text", TextPane).show(text, "diff" if text.startswith(("---", "@@")) else None)
+        is_diff = text.startswith(("---", "@@")) or "\n@@ " in text
+        self.query_one("#ir-text", TextPane).show(text, "diff" if is_diff else None)
