@@ -1,0 +1,47 @@
+"""Hotspots (profile report) and IR (stages, stage diff vs the parent) panes on real fixtures."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from textual.widgets import OptionList
+
+from cockpit_helpers import settle, wait_for
+from helix_tui.app import HelixApp
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+async def test_hotspots_pane_shows_the_profile_report(ws: Path) -> None:
+    shutil.copytree(FIXTURES / "ascend-profiler" / "standalone_real_output", ws / "opt-round-2" / "profile")
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        app.selected = "opt-round-1"
+        await pilot.press("4")
+        pane = app.main.query_one("#hotspots")
+        assert await wait_for(pilot, lambda: "No profile for opt-round-1" in getattr(pane, "plain", ""))
+        app.selected = "opt-round-2"
+        assert await wait_for(pilot, lambda: "matmul_kernel" in getattr(pane, "plain", ""))
+        assert "memory-bound" in pane.plain
+
+
+async def test_ir_pane_lists_stages_and_diffs_against_the_parent(ws: Path) -> None:
+    stages = FIXTURES / "ir" / "ascend" / "bishengir_stages"
+    shutil.copytree(stages, ws / "opt-round-1" / "ir")
+    shutil.copytree(stages, ws / "opt-round-2" / "ir")
+    changed = ws / "opt-round-2" / "ir" / "2_hivm-inject-sync.mlir"
+    changed.write_text(changed.read_text() + "// helix-test: one more line\n")
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        app.selected = "opt-round-2"
+        await pilot.press("6")
+        options = app.main.query_one("#ir-stages", OptionList)
+        assert await wait_for(pilot, lambda: options.option_count == 4)
+        text = app.main.query_one("#ir-text")
+        assert await wait_for(pilot, lambda: "IR diff round-1 -> round-2" in getattr(text, "plain", ""))
+        options.focus()
+        options.highlighted = [str(options.get_option_at_index(i).prompt) for i in range(4)].index("2_hivm-inject-sync.mlir")
+        assert await wait_for(pilot, lambda: "+// helix-test: one more line" in text.plain)
