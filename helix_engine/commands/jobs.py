@@ -171,22 +171,36 @@ def _all_events(folder: Path) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- handlers
 def cmd_list(args: argparse.Namespace) -> int:
-    from helix_engine.jobs.registry import list_jobs
+    from helix_engine.jobs.registry import ACTIVE_STATUSES, job_dir, list_jobs
 
     ws = resolve_workspace(args.workspace)
     jobs = list_jobs(ws)[: max(0, getattr(args, "limit", 50))]
+    progress = {j.id: _progress(_all_events(job_dir(ws, j.id))) for j in jobs if j.status in ACTIVE_STATUSES}
     if args.json:
-        print_json({"workspace": str(ws), "jobs": [j.to_json() for j in jobs]})
+        rows = [dict(j.to_json(), progress=progress.get(j.id)) for j in jobs]
+        print_json({"workspace": str(ws), "jobs": rows})
         return 0
     if not jobs:
         print(f"no jobs in {ws} yet (run-test, run-bench and profile runs appear here)")
         return 0
-    print(f"{'ID':<26} {'KIND':<8} {'STATUS':<9} {'DEV':<4} {'START':<8} {'TIME':>7} ROUND")
+    print(f"{'ID':<26} {'KIND':<8} {'STATUS':<9} {'DONE':>7} {'DEV':<4} {'START':<8} {'TIME':>6} RND")
     for j in jobs:
-        line = (f"{_cut(j.id, 26):<26} {_cut(j.kind, 8):<8} {j.status:<9} {_cut(j.device or '-', 4):<4} "
-                f"{_clock(j.started_at or j.created_at):<8} {_duration(j):>7} {j.round or ''}")
+        done = progress.get(j.id)
+        line = (f"{_cut(j.id, 26):<26} {_cut(j.kind, 8):<8} {j.status:<9} "
+                f"{_cut(f'{done[0]}/{done[1]}' if done else '', 7):>7} {_cut(j.device or '-', 4):<4} "
+                f"{_clock(j.started_at or j.created_at):<8} {_duration(j):>6} {_short_round(j.round)}")
         print(_cut(line.rstrip(), WIDTH))
     return 0
+
+
+def _short_round(name: str | None) -> str:
+    """``opt-round-12`` → ``r12``, ``baseline`` → ``base`` (the list must fit 80 columns)."""
+    from helix_engine.workspace.layout import round_number
+
+    if not name:
+        return ""
+    n = round_number(name)
+    return f"r{n}" if n is not None else ("base" if name == "baseline" else name[:6])
 
 
 def cmd_show(args: argparse.Namespace) -> int:

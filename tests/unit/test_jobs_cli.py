@@ -1,0 +1,124 @@
+"""`helix jobs` and `helix backend` text and JSON, in-process (fast), on real job folders."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+import pytest
+
+from helix_engine.cli import main
+from helix_engine.commands.jobs import format_event
+from helix_engine.eval import backends as be
+from helix_engine.jobs.events import EventWriter
+from helix_engine.jobs.registry import JobInfo, write_job
+
+
+def _job(ws: Path, job_id: str, **fields: object) -> Path:
+    folder = ws / ".helix" / "jobs" / job_id
+    folder.mkdir(parents=True)
+    data = {"id": job_id, "kind": "bench", "created_at": time.time(), "status": "passed", **fields}
+    write_job(folder, JobInfo.model_validate(data))
+    return folder
+
+
+def test_list_shows_live_progress_of_a_running_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _job(tmp_path, "20260101-000000-bench-live", status="running", supervisor_pid=os.getpid(),
+                  started_at=time.time() - 3, round="opt-round-12", device="3")
+    writer = EventWriter.for_job_dir(folder)
+    for i in range(3):
+        writer.progress(i + 1, 128)
+    _job(tmp_path, "20260101-000000-bench-done", created_at=1.0, round="baseline")
+    assert main(["jobs", "-w", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["ID", "KIND", "STATUS", "DONE", "DEV", "START", "TIME", "RND"]
+    assert "running" in out[1] and "3/128" in out[1] and out[1].endswith("r12") and " 3 " in out[1]
+    assert out[2].endswith("base")
+    assert all(len(line) <= 80 for line in out)
+    assert main(["jobs", "list", "--json", "-w", str(tmp_path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["jobs"][0]["progress"] == [3, 128] and data["jobs"][1]["progress"] is None
+
+
+def test_empty_workspace_and_bad_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["jobs", "-w", str(tmp_path)]) == 0
+    assert "no jobs" in capsys.readouterr().out
+    assert main(["jobs", "-w", str(tmp_path / "nope")]) == 1
+    assert "not a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"event": "case_started", "ts": 1.0, "case_id": "x" * 200, "index": 0, "total": 9},
+        {"event": "case_finished", "ts": 1.0, "case_id": "c", "record": {"error_message": "boom\n" * 50}},
+        {"event": "case_finished", "ts": 1.0, "case_id": "c", "record": {"stats": {"median": 3.25}}},
+        {"event": "case_finished", "ts": 1.0, "case_id": "c", "record": "not a dict"},
+        {"event": "progress", "ts": "yesterday", "done": 1, "total": 2},
+        {"event": "log", "ts": 1.0, "msg": "line1\nline2\t" + "y" * 300},
+        {"event": "result", "ts": 1.0, "payload": {"nested": [1, 2, {"a": None}]}},
+        {"event": "mystery", "ts": 1.0, "blob": "z" * 500},
+        {"event": "case_started", "ts": 1.0},
+    ],
+)
+def test_format_event_is_one_line_within_80_columns(event: dict[str, object]) -> None:
+    line = format_event(event)
+    assert "\n" not in line and 0 < len(line) <= 80
+
+
+def test_format_event_content() -> None:
+    started = format_event({"event": "case_started", "ts": 0, "case_id": "m1024", "index": 2, "total": 8})
+    assert started.endswith("case m1024 started (3/8)")
+    done = format_event({"event": "case_finished", "ts": 0, "case_id": "m1024",
+                         "record": {"metrics": {"kernel_avg_time_us": 12.345}}})
+    assert done.endswith("case m1024 finished: kernel 12.35 us")
+    failed = format_event({"event": "case_finished", "ts": 0, "case_id": "m", "record": {"passed": False}})
+    assert failed.endswith("FAILED")
+
+
+def test_show_of_a_queued_job_and_cancel_of_a_finished_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _job(tmp_path, "q1", status="queued", supervisor_pid=os.getpid(),
+         message="waiting for a free device among 0,1")
+    assert main(["jobs", "show", "q1", "-w", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "status:    queued" in out and "waiting for a free device" in out
+    _job(tmp_path, "p1")
+    assert main(["jobs", "cancel", "p1", "--json", "-w", str(tmp_path)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["was"] == "passed" and data["job"]["status"] == "passed"
+
+
+def _fake_python(tmp_path: Path, payload: dict[str, object]) -> str:
+    path = tmp_path / "fakepython"
+    path.write_text("#!/bin/sh\necho '" + json.dumps(payload) + "'\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_backend_text_names_what_was_found_and_why_not_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(be, "_CACHE", {})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("HELIX_BACKEND", raising=False)
+    monkeypatch.setenv("HELIX_PYTHON", _fake_python(tmp_path, {
+        "python": "3.12.3", "executable": "/opt/py", "torch_version": "2.11.0+cu130", "triton_version": "3.6.0",
+        "npu_error": "torch_npu is not installed", "cuda_available": True,
+        "cuda_devices": ["NVIDIA H200", "NVIDIA H200"]}))
+    assert main(["backend", "--refresh"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("backend: cuda (auto); default bench mode torch-profiler")
+    assert "torch 2.11.0+cu130, triton 3.6.0, torch_npu -" in out
+    assert "cuda: 0: NVIDIA H200, 1: NVIDIA H200" in out
+    assert "npu: torch_npu is not installed" in out and "cpu: available, but auto prefers cuda" in out
+    assert all(len(line) <= 80 for line in out.splitlines())
+    monkeypatch.setenv("HELIX_BACKEND", "npu")
+    assert main(["backend", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["picked"] == "cuda" and data["requested"] == "npu" and data["selected"] == "cuda"
+    assert data["adapter"]["visible_devices_var"] == "CUDA_VISIBLE_DEVICES"
+    assert main(["backend"]) == 0
+    assert "warning: HELIX_BACKEND=npu is not usable: torch_npu is not installed" in capsys.readouterr().out
