@@ -202,15 +202,3 @@ class JobTracker:
         for line in text.splitlines():
             live.log.append(line[:500])
         return True
-
-    def latest_status(self, round_name: str, kind: str) -> str | None:
-        """The status of the newest finished job of ``kind`` for a round (for form pre-fill)."""
-        for job_id in self.order:
-            live = self.jobs.get(job_id)
-            if live is None or live.kind != kind or live.round != round_name:
-                continue
-            if live.status in ("queued", "running"):
-                continue
-            return "passed" if live.status == "passed" else "failed"
-        return None
-
