@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -320,6 +321,9 @@ def run_job(
                 if device_pool and device is None:
                     return sup.finish("cancelled", f"{sup.stop_requested() or 'cancelled'} while waiting for a device")
                 info.device = device
+                if device is not None and be.visible_devices_var and os.environ.get(
+                        "HELIX_DEBUG", "").lower() in ("1", "true"):  # as upstream: show the lease
+                    print(f"[helix] job {info.id}: {be.visible_devices_var}={device}", file=sys.stderr)
                 spawned = sup.spawn(argv, cwd or ws, child_environment(be, device, env, folder), echo)
                 if isinstance(spawned, str):
                     return sup.finish("failed", spawned)

@@ -600,3 +600,11 @@ def test_a_supervisor_error_still_ends_the_job_and_its_child(tmp_path: Path, mon
     job = list_jobs(tmp_path)[0]
     assert job.status == "failed" and "helix failed while supervising" in (job.message or "")
     _assert_group_gone(_pgid(job))
+
+
+def test_helix_debug_prints_the_leased_device(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capfd: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HELIX_DEBUG", "1")
+    info = run_job(tmp_path, "bench", [PY, "-c", "pass"], device_pool=["2"], backend="npu", timeout_s=30)
+    assert info.status == "passed" and info.device == "2"
+    assert f"job {info.id}: ASCEND_RT_VISIBLE_DEVICES=2" in capfd.readouterr().err
