@@ -40,11 +40,13 @@ def start_ticks(pid: int) -> int | None:
 
 def pid_alive(pid: int | None, started: int | None = None) -> bool:
     """True when ``pid`` runs (not a zombie) and, if ``started`` is given, is the same process."""
-    if not pid or pid <= 0:
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
+    if not isinstance(started, int) or isinstance(started, bool):
+        started = None  # a damaged record: judge by the pid alone
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         pass  # exists, owned by someone else
@@ -89,8 +91,10 @@ def own_group(pgid: int | None, leader_start_ticks: int | None) -> int | None:
     is gone but which still has members is the job's; a live leader with another start
     time means the id was reused after the job's group emptied.
     """
-    if not pgid or pgid <= 1:
+    if not isinstance(pgid, int) or isinstance(pgid, bool) or not 1 < pgid < 2**22 + 1:
         return None
+    if not isinstance(leader_start_ticks, int):
+        leader_start_ticks = None
     now = start_ticks(pgid)
     if now is not None and leader_start_ticks is not None and now != leader_start_ticks:
         return None
@@ -132,11 +136,11 @@ def group_memory_bytes(pgid: int, limit: int | None = None) -> int:
 
 def group_alive(pgid: int | None) -> bool:
     """True while any non-zombie process of the group exists."""
-    if not pgid or pgid <= 1:
+    if not isinstance(pgid, int) or pgid <= 1:
         return False
     try:
         os.killpg(pgid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return True
@@ -147,12 +151,12 @@ def group_alive(pgid: int | None) -> bool:
 
 def signal_group(pgid: int | None, sig: int) -> bool:
     """Send ``sig`` to the group; False when it no longer exists. Never signals group 0/1."""
-    if not pgid or pgid <= 1 or pgid == os.getpgrp():
+    if not isinstance(pgid, int) or pgid <= 1 or pgid == os.getpgrp():
         return False
     try:
         os.killpg(pgid, sig)
         return True
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return False

@@ -311,3 +311,13 @@ def test_prune_keeps_the_newest_and_every_active_job(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / ".helix/jobs").glob("spawn-*")) == [
         "spawn-20260102.log", "spawn-20260103.log"]
     assert prune_jobs(tmp_path / "nowhere", keep=0) == []
+
+
+def test_damaged_pid_fields_never_crash_or_signal(tmp_path: Path) -> None:
+    from helix_engine.jobs.runner import cancel_job
+
+    _job(tmp_path, "huge", status="running", pid=2**40, supervisor_pid=2**40, pgid=2**40,
+         pid_start_ticks="soon", supervisor_start_ticks=[1])
+    job = load_job(tmp_path, "huge")
+    assert job.status == "lost"
+    assert cancel_job(tmp_path, "huge", grace_s=0.1).status == "lost"
