@@ -15,8 +15,10 @@ today's date, this machine and the method (the row's note).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import importlib.util
+import io
 import json
 import math
 import os
@@ -69,17 +71,39 @@ def machine() -> str:
 def run_script(path: Path) -> tuple[list[dict[str, Any]], float]:
     """Import one bench script and call its run(); a failure becomes one error row."""
     start = time.perf_counter()
+    said = io.StringIO()
+    name = path.stem.removeprefix("bench_")
     try:
         spec = importlib.util.spec_from_file_location(f"helix_bench_{path.stem}", path)
         assert spec and spec.loader
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        rows = list(module.run())
+        with contextlib.redirect_stderr(_Tee(said, sys.stderr)):
+            spec.loader.exec_module(module)
+            rows = list(module.run())
     except Exception as exc:  # noqa: BLE001 - one broken script must not hide the others
         tb = traceback.format_exception_only(type(exc), exc)[-1].strip()
-        rows = [{"benchmark": path.stem.removeprefix("bench_"), "figure": "(script failed)", "value": math.nan,
+        rows = [{"benchmark": name, "figure": "(script failed)", "value": math.nan,
                  "unit": "", "compare_to": None, "ratio": None, "note": tb}]
+    if not rows:  # GPU-only scripts skip without a GPU; say so in the table, with their reason
+        reason = next((line.strip() for line in reversed(said.getvalue().splitlines()) if line.strip()),
+                      "the script returned no figures on this machine")
+        rows = [{"benchmark": name, "figure": "(no figures on this machine)", "value": math.nan, "unit": "",
+                 "compare_to": None, "ratio": None, "note": reason}]
     return [_normalize(r, path) for r in rows], time.perf_counter() - start
+
+
+class _Tee(io.TextIOBase):
+    """Keep a copy of what a script prints to stderr while still showing it."""
+
+    def __init__(self, keep: io.StringIO, show: Any) -> None:
+        self.keep, self.show = keep, show
+
+    def write(self, text: str) -> int:
+        self.keep.write(text)
+        return self.show.write(text)
+
+    def flush(self) -> None:
+        self.show.flush()
 
 
 def _normalize(row: dict[str, Any], path: Path) -> dict[str, Any]:

@@ -60,3 +60,12 @@ def test_bench_examples_rows_are_geomeans_of_the_cases() -> None:
     assert r1["value"] == 6.0 and r1["compare_to"] == "baseline"  # sqrt(4 * 9)
     assert r2["value"] == round(math.sqrt(0.5 * 0.25), 3) and r2["compare_to"] == "round-1"
     assert "test method" in r1["note"] and sys.executable
+
+
+def test_run_all_reports_a_script_that_skips_with_its_reason(tmp_path: Path) -> None:
+    run_all = _load("run_all")
+    gpu_only = tmp_path / "bench_gpu_only.py"
+    gpu_only.write_text("import sys\ndef run():\n    print('skipped, no CUDA device', file=sys.stderr)\n    return []\n")
+    rows, _ = run_all.run_script(gpu_only)
+    assert [r["figure"] for r in rows] == ["(no figures on this machine)"]
+    assert rows[0]["note"] == "skipped, no CUDA device"
