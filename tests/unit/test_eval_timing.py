@@ -92,3 +92,15 @@ def test_perf_counter_counts_calls_and_syncs() -> None:
     assert calls == ["fn", "sync"] * 5
     assert len(res.samples_us) == 3 and res.ops == []
     assert res.kernel_avg_us == res.total_op_avg_us == pytest.approx(sum(res.samples_us) / 3)
+
+
+def test_gpu_user_annotations_are_not_device_ops() -> None:
+    # Seen on an H200 (torch 2.11): each ProfilerStep also appears on the GPU timeline as
+    # 'ProfilerStep*' with is_user_annotation=True and the kernel's duration.
+    class Ev:
+        def __init__(self, name: str, ann: bool) -> None:
+            self.name, self.is_user_annotation = name, ann
+
+    assert timing._is_annotation(Ev("ProfilerStep*", True))
+    assert timing._is_annotation(Ev("ProfilerStep#3", False))
+    assert not timing._is_annotation(Ev("softmax_kernel", False))
