@@ -268,55 +268,36 @@ def _fail(out: ProbeOutcome, message: str, verbose: bool) -> ProbeOutcome:
     return out
 
 
-def _median(values: list[float]) -> float:
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-
-
 def _adaptive(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path, devices: list[str] | None,
               caps: dict[str, int | None], metric: str, budget_s: float, warnings: list[str], verbose: bool,
               on_event: Callable[[dict[str, Any]], None] | None) -> ProbeOutcome:
-    """Batches of (baseline, candidate) runs, alternating order; per-case medians of all samples."""
+    """One job holds both operators and samples them in alternating batches (see adaptive.py);
+    times are wall-clock from the moment the command started, start-up included."""
+    from helix_engine.eval.jobrun import round_name_of, run_worker
+
     out = ProbeOutcome(0, None, None, warnings=warnings)
-    samples: dict[str, dict[str, list[float]]] = {"b": {}, "c": {}}
-    verdicts: list[str] = []
-    sources: set[str] = set()
-    start = time.monotonic()
-    out.stable = False
-    while True:
-        order = [("b", base_op), ("c", op)] if len(verdicts) % 2 == 0 else [("c", op), ("b", base_op)]
-        for side, path in order:
-            run = collect_records(path, bench, mode, be, layout.workspace_of(path), devices=devices, caps=caps,
-                                  on_event=on_event)
-            if run.fatal:
-                return _fail(out, f"the {'baseline' if side == 'b' else 'candidate'} probe did not run: {run.fatal}", verbose)
-            for rec in run.records:
-                if rec.get("error_message") and not str(rec["error_message"]).startswith("no resolved kernels"):
-                    return _fail(out, f"latency-{rec['case_label']}: {rec['error_message']}", verbose)
-                samples[side].setdefault(rec["case_label"], []).extend(rec.get("samples_us") or [])
-                sources.add("kernel" if rec.get("kernel_avg_time_us") is not None else "total-op")
-        ids = [c for c in samples["b"] if samples["b"][c] and samples["c"].get(c)]
-        speedups = [_median(samples["b"][c]) / _median(samples["c"][c]) for c in ids]
-        cls = classify(speedups)
-        verdicts.append(cls.label)
-        elapsed = time.monotonic() - start
-        out.batches.append({"batch": len(verdicts), "verdict": cls.label, "geomean": cls.geomean,
-                            "elapsed_s": round(elapsed, 3)})
-        _fill(out, cls, next(iter(sources)) if len(sources) == 1 else "mixed")
-        if len(verdicts) >= STABLE_BATCHES and len(set(verdicts[-STABLE_BATCHES:])) == 1:
-            out.stable = True
-            break
-        if elapsed >= budget_s:
-            warnings.append(f"the {budget_s:g} s budget ended before {STABLE_BATCHES} consecutive batches agreed")
-            break
-    out.elapsed_s = time.monotonic() - start
-    # time to verdict = until the verdict was confirmed stable (what a user waits); also when
-    # the final verdict first appeared and then never changed
+    started = time.time()
+    request = {"action": "adaptive", "operator_file": str(op), "baseline_operator_file": str(base_op),
+               "bench_file": str(bench), "bench_mode": mode, "deadline_ts": started + budget_s, **caps}
+    run = run_worker(ws, "probe-adaptive", request, backend=be, cwd=bench.parent, device_pool=devices,
+                     round_name=round_name_of(op), on_event=on_event, timeout_s=budget_s + 300)
+    result = run.result or {}
+    if run.result is None or result.get("error") or not result.get("batches"):
+        return _fail(out, f"the adaptive probe did not finish: {run.failure_text()}", verbose)
+    out.elapsed_s = time.time() - started
+    out.batches = [dict(b, elapsed_s=round(b.pop("ts") - started, 3)) for b in result["batches"]]
+    last = out.batches[-1]
+    out.classification, out.metric_source = last["verdict"], result.get("metric_source") or "unknown"
+    out.geomean_speedup, out.avg_improvement_pct = last["geomean"], last["avg_improvement_pct"]
+    out.improved, out.regressed = last["improved"], last["regressed"]
+    out.stable = bool(result.get("stable"))
+    if not out.stable:
+        warnings.append(f"the {budget_s:g} s budget ended before {STABLE_BATCHES} consecutive batches agreed")
+    verdicts = [b["verdict"] for b in out.batches]
     first = len(verdicts) - 1
     while first > 0 and verdicts[first - 1] == verdicts[-1]:
         first -= 1
     out.verdict_first_seen_s = out.batches[first]["elapsed_s"]
-    out.time_to_verdict_s = out.batches[-1]["elapsed_s"] if out.stable else None
+    out.time_to_verdict_s = last["elapsed_s"] if out.stable else None
     out.text = _render(out, verbose)
     return out

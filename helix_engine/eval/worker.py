@@ -295,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if request["action"] == "bench":
             result = run_bench(request, request_path, backend, events)
+        elif request["action"] == "adaptive":
+            from helix_engine.eval.adaptive import run_adaptive
+
+            result = run_adaptive(request, request_path, backend, events, _time_case)
+            rc = 1 if result.get("error") else 0
         elif request["action"] == "plan":
             from helix_engine.eval.loader import load_bench_harness
 

@@ -69,7 +69,7 @@ def test_adaptive_probe_reaches_a_stable_verdict_or_budget(tmp_path: Path) -> No
     assert out.exit_code == 0, out.text
     assert out.classification in VERDICTS
     assert [b["batch"] for b in out.batches] == list(range(1, len(out.batches) + 1))
-    assert len(assert_jobs_settled(ws)) == 2 * len(out.batches)
+    assert [j.kind for j in assert_jobs_settled(ws)] == ["probe-adaptive"]  # one process, all batches
     if out.stable:  # three consecutive batches agreed
         assert len(out.batches) >= 3 and len({b["verdict"] for b in out.batches[-3:]}) == 1
         assert out.time_to_verdict_s == out.batches[-1]["elapsed_s"]
@@ -77,6 +77,9 @@ def test_adaptive_probe_reaches_a_stable_verdict_or_budget(tmp_path: Path) -> No
     else:  # the budget ended first: no time to verdict is claimed
         assert out.batches[-1]["elapsed_s"] >= 25 and out.time_to_verdict_s is None
         assert "Time to verdict: none" in out.text
+    short = probe_bench(ws / "softmax.py", slow, adaptive=True, budget_s=0.001)
+    assert len(short.batches) == 1 and short.stable is False and short.time_to_verdict_s is None
+    assert "budget ended before 3 consecutive batches agreed" in short.text
 
 
 def test_prepare_baseline_passes_and_submits(tmp_path: Path) -> None:
