@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import shlex
-import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from textual import on, work
@@ -28,7 +27,7 @@ from textual.widgets import Footer, TabbedContent, TabPane, Tree
 
 from helix_engine.watch import WatchBatch, watch_workspace
 from helix_engine.workspace.models import WorkspaceSnapshot
-from helix_tui import actions, render, views
+from helix_tui import actions, hangup, render, views
 from helix_tui.commands import HelixCommands, bindings
 from helix_tui.jobs_state import JobTracker
 from helix_tui.messages import (
@@ -139,6 +138,7 @@ class HelixApp(App[int]):
         self._stop_watch = asyncio.Event()
         self._watching = False
         self._main: MainScreen | None = None
+        self._restore_sighup: Callable[[], None] = lambda: None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -151,13 +151,11 @@ class HelixApp(App[int]):
         self.poll_jobs()
         if self.job_poll_s > 0:
             self.set_interval(self.job_poll_s, self.poll_jobs)
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self._hang_up)
+        self._restore_sighup = hangup.install(asyncio.get_running_loop(), self._hang_up, real_terminal=not self.is_headless)
 
     def on_unmount(self) -> None:
         self._stop_watch.set()
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+        self._restore_sighup()
 
     def _hang_up(self) -> None:
         """The SSH connection went away: stop workers and exit without touching the terminal."""

@@ -137,6 +137,7 @@ async def test_submit_round_prefills_from_jobs_and_submits(active_ws: Path) -> N
         # the checker's current problems show inline before anything is written
         assert await wait_for(pilot, lambda: "round-state.json" in shown(form.query_one("#check")))
         await pilot.press(*"bigger tiles")
+        form.query_one("#evidence", SelectionList).select("profile")
         await pilot.press("ctrl+s")
         answer = form.query_one("#answer", Static)
         assert await wait_for(pilot, lambda: shown(answer).startswith(("pass", "fail", "error")))
@@ -144,7 +145,7 @@ async def test_submit_round_prefills_from_jobs_and_submits(active_ws: Path) -> N
         assert "round check passed" in shown(answer) or "guideline" not in shown(answer)
         data = json.loads((active_ws / "opt-round-3" / "round-state.json").read_text())
         assert data["hypothesis"] == "bigger tiles" and data["parent_round"] == "opt-round-2"
-        assert data["evidence_sources"] == ["benchmark"] and data["benchmark_status"] == "passed"
+        assert data["evidence_sources"] == ["benchmark", "profile"] and data["benchmark_status"] == "passed"
         state = json.loads((active_ws / ".helix" / "state.json").read_text())
         assert state["rounds"]["3"]["status"] == "passed" and state["phase"] == "awaiting_round_start"
 
