@@ -26,7 +26,6 @@ TEST_MODES: tuple[str, ...] = ("standalone", "differential")
 DEFAULT_WARMUP = 5
 DEFAULT_REPEATS = 50
 _META_RE = re.compile(r"^#\s*([A-Za-z0-9][A-Za-z0-9_-]*)\s*:\s*(.*?)\s*$")
-_STEM_PREFIXES = ("opt_", "triton_", "reference_", "candidate_")
 
 
 class HarnessContractError(HelixError):
@@ -151,73 +150,6 @@ def resolve_kernels(
     else:
         source_kind = "operator"
     return names, source_kind
-
-
-# --------------------------------------------------------------------------- file discovery
-
-
-def _stems(operator_file: Path) -> list[str]:
-    stem = Path(operator_file).stem
-    stems = [stem]
-    for prefix in _STEM_PREFIXES:
-        if stem.startswith(prefix) and len(stem) > len(prefix):
-            stems.append(stem[len(prefix):])
-    return stems
-
-
-def _search_dirs(operator_file: Path) -> list[Path]:
-    from helix_engine.workspace.layout import workspace_of
-
-    folder = Path(operator_file).resolve().parent
-    dirs = [folder]
-    ws = workspace_of(operator_file)
-    if ws != folder:
-        dirs.append(ws)
-    return dirs
-
-
-def find_bench_file(operator_file: Path) -> Path:
-    for folder in _search_dirs(operator_file):
-        for stem in _stems(operator_file):
-            cand = folder / f"bench_{stem}.py"
-            if cand.is_file():
-                return cand
-    raise HelixError(
-        f"no bench file found for {operator_file}: create bench_<op>.py beside it (or in the "
-        "workspace) or pass --bench-file"
-    )
-
-
-def find_test_file(operator_file: Path, test_mode: str | None = None) -> Path:
-    prefixes = {"standalone": ["test_"], "differential": ["differential_test_"]}.get(
-        test_mode or "", ["differential_test_", "test_"]
-    )
-    for folder in _search_dirs(operator_file):
-        for stem in _stems(operator_file):
-            for prefix in prefixes:
-                cand = folder / f"{prefix}{stem}.py"
-                if cand.is_file():
-                    return cand
-    raise HelixError(
-        f"no test file found for {operator_file}: create test_<op>.py or differential_test_<op>.py "
-        "beside it (or in the workspace) or pass --test-file"
-    )
-
-
-def test_mode_of(test_file: Path, override: str | None = None) -> str:
-    """``--test-mode`` wins; otherwise the ``# test-mode:`` header, which must then exist."""
-    mode = override or read_metadata(test_file).get("test-mode")
-    if not mode:
-        raise HarnessContractError(
-            test_file,
-            "test-mode",
-            "the header has no `# test-mode: standalone|differential` line; add it or pass --test-mode",
-        )
-    if mode not in TEST_MODES:
-        raise HarnessContractError(
-            test_file, "test-mode", f"unknown test mode {mode!r}; use standalone or differential"
-        )
-    return mode
 
 
 # ---------------------------------------------------------------------- importing user code
@@ -436,3 +368,6 @@ def load_differential_cases(test_file: Path, operator_file: Path) -> tuple[list[
     if not cases:
         raise HarnessContractError(test_file, hook, "returned no cases; return at least one case dict")
     return cases, compute_kind == "compute"
+
+
+from helix_engine.eval.discovery import find_bench_file, find_test_file, test_mode_of  # noqa: E402,F401 - re-exported
