@@ -8,6 +8,7 @@ PASS/FAIL block with per-case thresholds and diagnostics).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -95,6 +96,7 @@ def run_test(
         raise HelixError("give at most one reference: --ref-operator-file or --ref-result, not both")
     if accuracy_mode is not None and accuracy_mode not in ACCURACY_MODES:
         raise HelixError(f"unknown accuracy mode {accuracy_mode!r}; use npu-contract or dtype-close")
+    delete_pt = _delete_after_compare(op)
     be = resolve_backend(backend)
     ws = layout.workspace_of(op)
     request: dict[str, Any] = {
@@ -140,6 +142,9 @@ def run_test(
     lines.append(f"Return code: {rc}")
     if mode == "differential":
         lines.append(f"Archived result: {archived if archived else 'none (kept in memory)' if case_id else 'none'}")
+    if archived and comparison is not None and delete_pt:
+        Path(archived).unlink(missing_ok=True)
+        lines.append(f"Deleted candidate archive (HELIX_OPTIMIZE_DELETE_PT_FILES=run-test): {archived}")
     message = None
     if run.result is None or result.get("error"):
         message = run.failure_text()
@@ -152,6 +157,17 @@ def run_test(
         job_status=run.job.status, message=message,
         reference_archive=str(ref_archive) if ref_archive else None, text="\n".join(lines),
     )
+
+
+def _delete_after_compare(op: Path) -> bool:
+    """Upstream PT cleanup: a round candidate's archive is deleted right after its comparison
+    only when HELIX_OPTIMIZE_DELETE_PT_FILES=run-test (legacy 1); never/round (default)/0 keep it."""
+    raw = os.environ.get("HELIX_OPTIMIZE_DELETE_PT_FILES", "round").strip().lower() or "round"
+    value = {"1": "run-test", "0": "never"}.get(raw, raw)
+    if value not in ("never", "round", "run-test"):
+        raise HelixError(f"HELIX_OPTIMIZE_DELETE_PT_FILES={raw!r} is not valid; use never, round or run-test")
+    name = round_name_of(op)
+    return value == "run-test" and name is not None and name.startswith(layout.ROUND_PREFIX)
 
 
 def _reference_failed(op: Path, test: Path, mode: str, ref_run: TestOutcome) -> TestOutcome:

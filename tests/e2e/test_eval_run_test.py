@@ -137,3 +137,18 @@ def test_cli_run_test_json_and_exit_code(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "helix_engine", "run-test", "--operator-file", str(ws / "missing.py")],
                           capture_output=True, text=True, env=env, timeout=60, check=False)
     assert proc.returncode == 1 and "error: operator file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_round_candidate_archive_cleanup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = make_ws(tmp_path, "softmax", standalone=False)
+    ref = add_operator(ws, "softmax", "baseline/softmax.py")
+    cand = add_operator(ws, "softmax_slow", "opt-round-1/opt_softmax.py")
+    monkeypatch.setenv("HELIX_OPTIMIZE_DELETE_PT_FILES", "run-test")
+    out = run_test(cand, ref_operator_file=ref)
+    assert out.exit_code == 0, out.text
+    assert not (ws / "opt-round-1" / "opt_softmax_result.pt").exists()
+    assert (ws / "baseline" / "softmax_result.pt").exists()  # the reference is never deleted
+    assert "Deleted candidate archive" in out.text
+    monkeypatch.setenv("HELIX_OPTIMIZE_DELETE_PT_FILES", "sometimes")
+    with pytest.raises(HelixError, match="HELIX_OPTIMIZE_DELETE_PT_FILES='sometimes' is not valid"):
+        run_test(cand, ref_operator_file=ref)
