@@ -231,7 +231,7 @@ def latest_job_status(tracker: JobTracker, n: int, kind: str) -> str | None:
         live = tracker.jobs.get(job_id)
         if live is None or live.info is None or live.status in ("queued", "running"):
             continue
-        if not (live.kind == kind or live.kind.startswith(kind)):
+        if live.kind not in (kind, f"run-{kind}"):  # probe-bench and profile-bench do not count
             continue
         if layout.parse_round_ref(live.round) != n:
             continue

@@ -121,8 +121,8 @@ def _write_job(ws: Path, job_id: str, kind: str, round_name: str, status: str) -
 
 
 async def test_submit_round_prefills_from_jobs_and_submits(active_ws: Path) -> None:
-    _write_job(active_ws, "20260720-080000-test-aaaa", "test", "opt-round-3", "passed")
-    _write_job(active_ws, "20260720-080100-bench-bbbb", "bench", "opt-round-3", "passed")
+    _write_job(active_ws, "20260720-080000-run-test-aaaa", "run-test", "opt-round-3", "passed")
+    _write_job(active_ws, "20260720-080100-run-bench-bbbb", "run-bench", "opt-round-3", "passed")
     app = HelixApp(active_ws, job_poll_s=0)
     async with app.run_test(size=(120, 48)) as pilot:
         await settle(pilot, app)
