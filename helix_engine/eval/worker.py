@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import os
 import sys
 import time
@@ -22,6 +23,7 @@ from helix_engine import __version__
 from helix_engine.eval.loader import HarnessContractError
 
 COMPAT_DIR = Path(__file__).resolve().parent / "compat"
+MAX_CAPTURED_CHARS = 200_000
 
 
 class _Events:
@@ -109,19 +111,24 @@ def _time_case(mode: str, fn: Any, warmup: int, repeats: int, backend: Any, kern
     raise ValueError(f"unknown bench mode {mode!r}")
 
 
+def _finite(value: float | None) -> float | None:
+    """NaN/Inf are not JSON: an upstream reader would reject the whole perf file."""
+    return value if value is not None and math.isfinite(value) else None
+
+
 def _record(case_id: str, harness: Any, mode: str, timing_result: Any, error: str | None,
             wall_s: float, backend: Any, device_name: str) -> dict[str, Any]:
     from helix_engine.eval.timing import METHODS
     from helix_engine.perf.stats import cap_samples, summarize
 
-    samples = [s for s in (timing_result.samples_us if timing_result else []) if s == s]
+    samples = [s for s in (timing_result.samples_us if timing_result else []) if math.isfinite(s)]
     record: dict[str, Any] = {
         "case_label": case_id,
         "kernel_names": list(harness.kernel_names),
         "kernel_source": harness.kernel_source,
-        "kernel_avg_time_us": timing_result.kernel_avg_us if timing_result else None,
+        "kernel_avg_time_us": _finite(timing_result.kernel_avg_us) if timing_result else None,
         "ops": timing_result.ops if timing_result else None,
-        "total_op_avg_time_us": timing_result.total_op_avg_us if timing_result else None,
+        "total_op_avg_time_us": _finite(timing_result.total_op_avg_us) if timing_result else None,
         "error_message": error if error else (timing_result.error_message if timing_result else None),
         "case_wall_clock_seconds": round(wall_s, 6),
         "bench_mode": mode,
@@ -272,7 +279,10 @@ def run_test(request: dict[str, Any], backend: Any, events: Any) -> dict[str, An
                 raise
             rc = 1
             traceback.print_exc()
-    return {"return_code": rc, "stdout": buf.getvalue(), "archived_result": archived, "comparison": comparison}
+    captured = buf.getvalue()
+    if len(captured) > MAX_CAPTURED_CHARS:  # the whole output is in the job's output.log
+        captured = f"[... {len(captured) - MAX_CAPTURED_CHARS} characters cut; see output.log]\n" + captured[-MAX_CAPTURED_CHARS:]
+    return {"return_code": rc, "stdout": captured, "archived_result": archived, "comparison": comparison}
 
 
 # ------------------------------------------------------------------------------------- main
