@@ -68,7 +68,9 @@ class EngineForm(ModalScreen[None]):
     DEFAULT_CSS = """
     EngineForm { align: center middle; }
     EngineForm > VerticalScroll { width: 90%; max-width: 100; height: 90%; border: round $accent; background: $surface; padding: 0 1; }
-    EngineForm Label { margin-top: 1; }
+    EngineForm Label { margin-top: 1; color: $text-muted; }
+    EngineForm Input, EngineForm Select { background: $boost; }
+    EngineForm Button { margin-right: 2; }
     EngineForm .answer { margin-top: 1; height: auto; }
     EngineForm .hint { color: $text-muted; height: auto; }
     EngineForm Horizontal { height: auto; margin-top: 1; }
@@ -84,8 +86,8 @@ class EngineForm(ModalScreen[None]):
             yield Static(Text(self.TITLE_TEXT, style="bold"), classes="title")
             yield from self.fields()
             with Horizontal():
-                yield Button(self.RUN_LABEL + " (ctrl+s)", id="run", variant="primary")
-                yield Button("Close (esc)", id="close")
+                yield Button(self.RUN_LABEL + " (ctrl+s)", id="run", variant="primary", compact=True)
+                yield Button("Close (esc)", id="close", compact=True)
             yield Static("", id="answer", classes="answer")
 
     def fields(self) -> ComposeResult:
@@ -140,13 +142,13 @@ class StartRoundScreen(EngineForm):
     def fields(self) -> ComposeResult:
         n = actions.next_round_number(self.snapshot)
         yield Label("Round folder")
-        yield Input(round_key(n), id="round-dir")
+        yield Input(round_key(n), id="round-dir", compact=True)
         yield Label("Round strategy")
-        yield Select([(s, s) for s in ROUND_STRATEGIES], value="exploration", allow_blank=False, id="strategy")
+        yield Select([(s, s) for s in ROUND_STRATEGIES], value="exploration", allow_blank=False, id="strategy", compact=True)
         yield Label("Analysis policy")
-        yield Select([(p, p) for p in ANALYSIS_POLICIES], value="pattern_entry", allow_blank=False, id="policy")
+        yield Select([(p, p) for p in ANALYSIS_POLICIES], value="pattern_entry", allow_blank=False, id="policy", compact=True)
         yield Label("Reason (why this round, what bottleneck)")
-        yield Input(placeholder="e.g. kernel is memory-bound; try vectorized loads", id="reason")
+        yield Input(placeholder="e.g. kernel is memory-bound; try vectorized loads", id="reason", compact=True)
         yield Static("", id="preview", classes="hint")
 
     def on_mount(self) -> None:
@@ -201,11 +203,11 @@ class SetRoundStateScreen(EngineForm):
             where += f" · now {current.round_strategy} / {current.analysis_policy}"
         yield Static(where, classes="hint")
         yield Label("Round strategy (blank: keep)")
-        yield Select([(s, s) for s in ROUND_STRATEGIES], id="strategy")
+        yield Select([(s, s) for s in ROUND_STRATEGIES], id="strategy", compact=True)
         yield Label("Analysis policy (blank: keep; only deeper is allowed)")
-        yield Select([(p, p) for p in ANALYSIS_POLICIES], id="policy")
+        yield Select([(p, p) for p in ANALYSIS_POLICIES], id="policy", compact=True)
         yield Label("Reason")
-        yield Input(id="reason")
+        yield Input(id="reason", compact=True)
 
     @on(Input.Submitted, "#reason")
     def _reason_entered(self) -> None:
@@ -237,17 +239,17 @@ class SubmitRoundScreen(EngineForm):
         p = self.prefill
         yield Static(f"{round_key(p.number)} · statuses from {p.status_source}", classes="hint")
         yield Label("Parent round (baseline or opt-round-M)")
-        yield Input(p.parent_round, id="parent")
+        yield Input(p.parent_round, id="parent", compact=True)
         yield Label("Hypothesis")
-        yield Input(p.hypothesis, id="hypothesis")
+        yield Input(p.hypothesis, id="hypothesis", compact=True)
         yield Label("Evidence sources")
-        yield SelectionList[str](*[(e, e, e in p.evidence_sources) for e in EVIDENCE_SOURCES], id="evidence")
+        yield SelectionList[str](*[(e, e, e in p.evidence_sources) for e in EVIDENCE_SOURCES], id="evidence", compact=True)
         yield Label("Correctness status")
-        yield Select([(s, s) for s in STATUSES], value=p.correctness_status, allow_blank=False, id="correctness")
+        yield Select([(s, s) for s in STATUSES], value=p.correctness_status, allow_blank=False, id="correctness", compact=True)
         yield Label("Benchmark status")
-        yield Select([(s, s) for s in STATUSES], value=p.benchmark_status, allow_blank=False, id="benchmark")
+        yield Select([(s, s) for s in STATUSES], value=p.benchmark_status, allow_blank=False, id="benchmark", compact=True)
         yield Label("Effective metric source")
-        yield Select([(s, s) for s in METRIC_SOURCES], value=p.effective_metric_source, allow_blank=False, id="metric")
+        yield Select([(s, s) for s in METRIC_SOURCES], value=p.effective_metric_source, allow_blank=False, id="metric", compact=True)
         yield Static("checking the round…", id="check", classes="hint")
 
     def on_mount(self) -> None:

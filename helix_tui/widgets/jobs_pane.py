@@ -58,7 +58,7 @@ class JobsPane(Vertical):
         yield Log(id="job-log", max_lines=MAX_LOG_LINES, auto_scroll=True)
 
     def on_mount(self) -> None:
-        self.query_one("#jobs-table", DataTable).add_columns("job", "kind", "round", "status", "progress", "age")
+        self.query_one("#jobs-table", DataTable).add_columns("status", "kind", "round", "progress", "age", "job")
         self.query_one("#job-cases", DataTable).add_columns("case", "status", "median", "n", "error")
 
     def show(self, tracker: JobTracker, now: float | None = None) -> None:
@@ -71,12 +71,12 @@ class JobsPane(Vertical):
         table.clear()
         for live in rows:
             table.add_row(
-                live.id[-24:],
+                Text(live.status, style=STATUS_STYLE.get(live.status, "")),
                 live.kind,
                 live.round,
-                Text(live.status, style=STATUS_STYLE.get(live.status, "")),
                 render.progress_bar(live.done, live.total),
                 _age(live, now),
+                live.id,
                 key=live.id,
             )
         if self.selected in ids:

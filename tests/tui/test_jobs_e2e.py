@@ -53,7 +53,7 @@ async def test_cli_benchmark_from_another_terminal_streams_in(active_ws: Path, m
             assert await wait_for(pilot, lambda: app.tracker.jobs[app.tracker.order[0]].status == "passed", timeout=120)
             assert await wait_for(pilot, lambda: cases.row_count == 2)
             assert [r[1] for r in rows(cases)] == ["done", "done"]
-            assert "2/2" in rows(jobs.query_one("#jobs-table", DataTable))[0][4]
+            assert "2/2" in rows(jobs.query_one("#jobs-table", DataTable))[0][3]
             perf = active_ws / "opt-round-3" / "opt_add_perf.txt"
             assert {json.loads(line)["bench_mode"] for line in perf.read_text().splitlines() if line.strip()} == {"perf-counter"}
             # the new perf file reached the perf pane: the engine refuses to compare across bench modes

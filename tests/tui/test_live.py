@@ -91,7 +91,7 @@ async def test_a_running_job_streams_case_by_case(ws: Path, tmp_path: Path) -> N
         live = app.tracker.jobs[jobs.selected]
         assert live.status == "running" and (live.done, live.total) == (1, 3)
         assert jobs.query_one("#job-progress", ProgressBar).progress == 1
-        assert "1/3" in rows(jobs.query_one("#jobs-table", DataTable))[0][4]
+        assert "1/3" in rows(jobs.query_one("#jobs-table", DataTable))[0][3]
         gate.write_text("go")
         assert await wait_for(pilot, lambda: cases.row_count == 3 and app.tracker.jobs[jobs.selected].status == "passed")
         assert [r[0] for r in rows(cases)] == ["fp16_1024", "fp16_4096", "fp32_4096"]
