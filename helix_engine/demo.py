@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,7 +101,7 @@ def copy_example(name: str, dest: Path) -> Path:
                          f"(for example `helix demo {dest}-2`) or remove this one")
     dest.mkdir(parents=True, exist_ok=True)
     for stem in (name, f"bench_{name}", f"differential_test_{name}"):
-        shutil.copyfile(source / f"{stem}.py", dest / f"{stem}.py")
+        files.atomic_write_text(dest / f"{stem}.py", (source / f"{stem}.py").read_text(encoding="utf-8"))
     return dest
 
 
@@ -241,7 +240,7 @@ def run_round(ws: Path, op: str, n: int, parent: str, progress: Progress,
     if rc != 0:
         raise HelixError(f"start-round refused opt-round-{n}: {payload.get('guideline')}")
     candidate = round_dir / layout.round_operator_name(op)
-    shutil.copyfile(examples_root() / op / "candidates" / f"round-{n}.py", candidate)
+    files.atomic_write_text(candidate, (examples_root() / op / "candidates" / f"round-{n}.py").read_text(encoding="utf-8"))
     progress.step(f"round {n}: wrote {candidate.relative_to(ws)} — {note.theme}")
     _attempt(round_dir, n, parent, note, op)
 
