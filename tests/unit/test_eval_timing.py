@@ -104,3 +104,24 @@ def test_gpu_user_annotations_are_not_device_ops() -> None:
     assert timing._is_annotation(Ev("ProfilerStep*", True))
     assert timing._is_annotation(Ev("ProfilerStep#3", False))
     assert not timing._is_annotation(Ev("softmax_kernel", False))
+
+
+def test_device_event_asks_do_bench_again_when_it_gave_too_few_reps(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    calls: list[tuple[float, float, str]] = []
+
+    def fake_do_bench(fn, warmup=25, rep=100, return_mode="mean"):  # type: ignore[no-untyped-def]
+        calls.append((warmup, rep, return_mode))
+        if return_mode == "median":
+            return 0.01  # the closure alone: 10 µs
+        return [0.01] * max(1, int(rep / 0.08))  # do_bench's own estimate includes an 80 µs flush
+
+    fake = types.ModuleType("triton.testing")
+    fake.do_bench = fake_do_bench  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "triton.testing", fake)
+    res = timing.time_device_event(lambda: None, 5, 100, lambda: None)
+    assert [c[2] for c in calls] == ["median", "all", "all"]
+    assert len(res.samples_us) >= 100 and res.kernel_avg_us == pytest.approx(10.0)
+    assert res.ops == [] and res.total_op_avg_us == res.kernel_avg_us
