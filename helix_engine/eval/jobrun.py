@@ -90,6 +90,9 @@ def run_worker(
     request_path = tmp / "request.json"
     atomic_write_json(request_path, request)
     argv = [os.environ.get("HELIX_PYTHON") or sys.executable, "-m", "helix_engine.eval.worker", str(request_path)]
+    # informational (the worker ignores them): lets `helix jobs` and the cockpit show what runs
+    argv += ["--operator", str(request.get("operator_file", "")), "--mode",
+             str(request.get("bench_mode") or request.get("test_mode") or request.get("action"))]
     try:
         job = run_job(ws, kind, argv, round_name=round_name, cwd=cwd, env=None, timeout_s=timeout_s,
                       device_pool=device_pool, backend=backend, on_event=on_event)
