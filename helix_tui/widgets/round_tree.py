@@ -124,16 +124,16 @@ class RoundTree(Tree[str]):
             return
         if self.cursor_node is not node:
             self.move_cursor(node, animate=False)
-        else:
-            self._settling = False
+        if self._settling:  # after the highlight messages already queued by the rebuild
+            self.call_later(self._end_settling)
+
+    def _end_settling(self) -> None:
+        self._settling = False
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
         """A rebuild moves the cursor line under the old node; only the wanted node counts."""
-        if self._settling:
-            if event.node.data != self._wanted:
-                event.stop()
-                return
-            self._settling = False
+        if self._settling and event.node.data != self._wanted:
+            event.stop()
 
     def _focus_wanted(self) -> None:
         if self._wanted is not None:

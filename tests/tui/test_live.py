@@ -71,6 +71,11 @@ async def test_outside_writes_appear_without_a_key(ws: Path) -> None:
         assert await wait_for(pilot, lambda: "2.31x" in str(tree.nodes_by_key["opt-round-3"].label))
         await pilot.pause(0.2)
         assert app.selected == "opt-round-1" and tree.cursor_node is tree.nodes_by_key["opt-round-1"]
+        tree.focus()
+        await pilot.press("down")  # the first key after a rebuild moves the selection
+        assert await wait_for(pilot, lambda: app.selected != "opt-round-1")
+        await pilot.press("up")
+        assert await wait_for(pilot, lambda: app.selected == "opt-round-1")
         # a rewritten perf file of the selected round → the perf pane changes
         write_perf(ws / "opt-round-1" / "opt_add_perf.txt", {"fp16_1024": 5.0, "fp16_4096": 10.0, "fp32_4096": 20.0})
         table = app.main.query_one("#perf-table", DataTable)
