@@ -84,13 +84,18 @@ async def test_start_round_form_writes_the_workflow(ws: Path) -> None:
         await pilot.press("n")
         assert isinstance(app.screen, StartRoundScreen)
         assert app.screen.query_one("#round-dir").value == "opt-round-3"
+        app.screen.query_one("#strategy", Select).value = "structural_change"
+        preview = app.screen.query_one("#preview", Static)
+        assert await wait_for(pilot, lambda: "structural_change + pattern_entry is unusual" in shown(preview))
         await pilot.press(*"vectorize the loads")
         await pilot.press("ctrl+s")
         answer = app.screen.query_one("#answer", Static)
         assert await wait_for(pilot, lambda: shown(answer).startswith("pass"))
+        assert "! The combination structural_change + pattern_entry is unusual" in shown(answer)
         state = json.loads((ws / ".helix" / "state.json").read_text())
         assert state["phase"] == "round_active" and state["current_round"] == 3
         assert state["rounds"]["3"]["strategy_state"]["reason"] == "vectorize the loads"
+        assert state["rounds"]["3"]["strategy_state"]["round_strategy"] == "structural_change"
         assert "Reason: vectorize the loads" in (ws / "opt-round-3" / "attempts.md").read_text()
         await pilot.press("escape")
         # the watcher shows the new active round in the tree and header without a key press
