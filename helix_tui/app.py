@@ -10,25 +10,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import shlex
-import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from textual import on, work
-from textual.app import App, ComposeResult
-from textual.containers import Horizontal, Vertical
+from textual.app import App
 from textual.css.query import NoMatches
 from textual.reactive import reactive
-from textual.screen import Screen
-from textual.widgets import Footer, TabbedContent, TabPane, Tree
+from textual.widgets import TabbedContent, Tree
 
 from helix_engine.watch import WatchBatch, watch_workspace
 from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui import actions, hangup, render, views
-from helix_tui.commands import HelixCommands, bindings
+from helix_tui.commands import HelixCommands
+from helix_tui.key_actions import KeyActions
 from helix_tui.jobs_state import JobTracker
 from helix_tui.messages import (
     ActionFailed,
@@ -42,14 +38,11 @@ from helix_tui.messages import (
     WatchStopped,
 )
 from helix_tui.widgets.file_tail import FileTail
+from helix_tui.screens.main import MainScreen
 from helix_tui.widgets.jobs_pane import JobsPane, JobsStrip
 from helix_tui.widgets.panes import CockpitHeader, IRPane, PerfPane, TextPane
 from helix_tui.widgets.round_tree import RoundTree
 
-#: Below this width the tree narrows and the footer shows fewer keys (80×24 over SSH).
-NARROW_WIDTH = 110
-#: From this size on, a live strip (running jobs, the attempts tail) sits under the tabs.
-WIDE_WIDTH, WIDE_HEIGHT = 140, 40
 #: How often job liveness (a pid that died without an end event → lost) is re-checked.
 JOB_POLL_S = 2.0
 
@@ -64,56 +57,7 @@ def css_path() -> Path:
     return here.parent / "styles" / "cockpit.tcss"
 
 
-class MainScreen(Screen[None]):
-    """The cockpit. Its bindings live here (not on the App) so forms never trigger them."""
-
-    BINDINGS = bindings()
-
-    def compose(self) -> ComposeResult:
-        yield CockpitHeader(id="header")
-        with Horizontal(id="body"):
-            yield RoundTree(id="tree")
-            with Vertical(id="right"):
-                yield from self._tabs()
-                with Horizontal(id="live"):
-                    yield JobsStrip(id="live-jobs")
-                    yield FileTail(id="live-attempts")
-        yield Footer(compact=True)
-
-    def _tabs(self) -> ComposeResult:
-        with TabbedContent(id="tabs", initial="tab-perf"):
-            with TabPane("Perf", id="tab-perf"):
-                yield PerfPane(id="perf")
-            with TabPane("Attempts", id="tab-attempts"):
-                with TabbedContent(id="notes", initial="tab-attempts-md"):
-                    with TabPane("attempts.md", id="tab-attempts-md"):
-                        yield FileTail(id="attempts")
-                    with TabPane("summary.md", id="tab-summary-md"):
-                        yield FileTail(id="summary")
-                    with TabPane("perf-analysis.md", id="tab-analysis-md"):
-                        yield FileTail(id="analysis")
-            with TabPane("Jobs", id="tab-jobs"):
-                yield JobsPane(id="jobs")
-            with TabPane("Hotspots", id="tab-hotspots"):
-                yield TextPane(id="hotspots")
-            with TabPane("Diff", id="tab-diff"):
-                yield TextPane(id="diff")
-            with TabPane("IR", id="tab-ir"):
-                yield IRPane(id="ir")
-
-    def on_mount(self) -> None:
-        self.composed = True
-        app = self.app
-        if isinstance(app, HelixApp):  # a snapshot or jobs that arrived while composing
-            app.render_all()
-            app.show_jobs()
-
-    def on_resize(self) -> None:
-        self.set_class(self.size.width < NARROW_WIDTH, "-narrow")
-        self.set_class(self.size.width >= WIDE_WIDTH and self.size.height >= WIDE_HEIGHT, "-wide")
-
-
-class HelixApp(App[int]):
+class HelixApp(KeyActions, App[int]):
     """The helix cockpit on one workspace."""
 
     CSS_PATH = css_path()
@@ -401,98 +345,6 @@ class HelixApp(App[int]):
 
     def watch_against(self) -> None:
         self.watch_metric()
-
-    # ------------------------------------------------------------------ actions
-
-    def action_refresh(self) -> None:
-        self.status_note = ""
-        self.load_full()
-        self.poll_jobs()
-
-    def action_cycle_metric(self) -> None:
-        order = views.METRICS
-        self.metric = order[(order.index(self.metric) + 1) % len(order)]
-        self.notify(f"metric: {self.metric}", timeout=2)
-
-    def action_toggle_against(self) -> None:
-        self.against = "parent" if self.against == "baseline" else "baseline"
-        self.notify(f"comparing with the {self.against}", timeout=2)
-
-    def action_tab(self, name: str) -> None:
-        self.main.query_one("#tabs", TabbedContent).active = f"tab-{name}"
-
-    def action_help(self) -> None:
-        from helix_tui.screens.help import HelpScreen
-
-        self.push_screen(HelpScreen())
-
-    def action_problems(self) -> None:
-        from helix_tui.screens.problems import ProblemsScreen
-
-        if self.snapshot is not None:
-            self.push_screen(ProblemsScreen(self.snapshot))
-
-    def action_run(self, kind: str) -> None:
-        if self.snapshot is None:
-            return
-        try:
-            argv = actions.job_argv(kind, self.snapshot, self.selected)
-        except actions.ActionRefused as exc:
-            self.notify(str(exc), title=f"{kind} not started", severity="warning", timeout=8)
-            return
-        self.run_engine(f"{kind} {self.selected}", actions.spawn_call(self.workspace, argv))
-
-    def action_cancel_job(self) -> None:
-        job_id = self.main.query_one("#jobs", JobsPane).selected
-        if not job_id:
-            self.notify("no job selected: open the Jobs pane (3) and pick one", severity="warning")
-            return
-        self.run_engine(f"cancel {job_id}", actions.cancel_call(self.workspace, job_id))
-
-    def action_start_round(self) -> None:
-        from helix_tui.screens.forms import StartRoundScreen
-
-        if self.snapshot is not None:
-            self.push_screen(StartRoundScreen(self.snapshot))
-
-    def action_submit_round(self) -> None:
-        from helix_tui.screens.forms import SubmitRoundScreen
-
-        if self.snapshot is None:
-            return
-        try:
-            prefill = actions.submit_prefill(self.snapshot, self.selected, self.tracker)
-        except actions.ActionRefused as exc:
-            self.notify(str(exc), title="submit round", severity="warning", timeout=8)
-            return
-        self.push_screen(SubmitRoundScreen(self.snapshot, prefill))
-
-    def action_set_round_state(self) -> None:
-        from helix_tui.screens.forms import SetRoundStateScreen
-
-        if self.snapshot is not None:
-            self.push_screen(SetRoundStateScreen(self.snapshot))
-
-    def action_edit(self) -> None:
-        if self.snapshot is None:
-            return
-        tabs = self.main.query_one("#tabs", TabbedContent).active
-        notes = self.main.query_one("#notes", TabbedContent).active
-        path = actions.file_for_pane(self.snapshot, self.selected, tabs, notes)
-        command = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi") + [str(path)]
-        try:
-            with self.suspend():
-                subprocess.run(command, check=False)
-        except OSError as exc:
-            self.notify(f"cannot start {command[0]}: {exc}. Set $EDITOR.", severity="error")
-            return
-        except Exception:  # noqa: BLE001 - SuspendNotSupported (headless): run it without a terminal
-            try:
-                subprocess.run(command, check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                self.notify(f"cannot start {command[0]}: {exc}. Set $EDITOR.", severity="error")
-                return
-        self.refresh_selection()
 
 
 def run_cockpit(argv: list[str]) -> int:

@@ -1,0 +1,113 @@
+"""What each cockpit key does (the App's ``action_*`` methods), kept apart from the App's
+state and message routing. Each action calls the same engine function as the CLI, off the
+event loop (`HelixApp.run_engine`), or opens a form that does.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from typing import TYPE_CHECKING
+
+from textual.widgets import TabbedContent
+
+from helix_tui import actions, views
+from helix_tui.widgets.jobs_pane import JobsPane
+
+if TYPE_CHECKING:
+    from helix_tui.app import HelixApp
+
+
+class KeyActions:
+    """Mixed into HelixApp."""
+
+    def action_refresh(self: HelixApp) -> None:
+        self.status_note = ""
+        self.load_full()
+        self.poll_jobs()
+
+    def action_cycle_metric(self: HelixApp) -> None:
+        order = views.METRICS
+        self.metric = order[(order.index(self.metric) + 1) % len(order)]
+        self.notify(f"metric: {self.metric}", timeout=2)
+
+    def action_toggle_against(self: HelixApp) -> None:
+        self.against = "parent" if self.against == "baseline" else "baseline"
+        self.notify(f"comparing with the {self.against}", timeout=2)
+
+    def action_tab(self: HelixApp, name: str) -> None:
+        self.main.query_one("#tabs", TabbedContent).active = f"tab-{name}"
+
+    def action_help(self: HelixApp) -> None:
+        from helix_tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    def action_problems(self: HelixApp) -> None:
+        from helix_tui.screens.problems import ProblemsScreen
+
+        if self.snapshot is not None:
+            self.push_screen(ProblemsScreen(self.snapshot))
+
+    def action_run(self: HelixApp, kind: str) -> None:
+        if self.snapshot is None:
+            return
+        try:
+            argv = actions.job_argv(kind, self.snapshot, self.selected)
+        except actions.ActionRefused as exc:
+            self.notify(str(exc), title=f"{kind} not started", severity="warning", timeout=8)
+            return
+        self.run_engine(f"{kind} {self.selected}", actions.spawn_call(self.workspace, argv))
+
+    def action_cancel_job(self: HelixApp) -> None:
+        job_id = self.main.query_one("#jobs", JobsPane).selected
+        if not job_id:
+            self.notify("no job selected: open the Jobs pane (3) and pick one", severity="warning")
+            return
+        self.run_engine(f"cancel {job_id}", actions.cancel_call(self.workspace, job_id))
+
+    def action_start_round(self: HelixApp) -> None:
+        from helix_tui.screens.forms import StartRoundScreen
+
+        if self.snapshot is not None:
+            self.push_screen(StartRoundScreen(self.snapshot))
+
+    def action_submit_round(self: HelixApp) -> None:
+        from helix_tui.screens.forms import SubmitRoundScreen
+
+        if self.snapshot is None:
+            return
+        try:
+            prefill = actions.submit_prefill(self.snapshot, self.selected, self.tracker)
+        except actions.ActionRefused as exc:
+            self.notify(str(exc), title="submit round", severity="warning", timeout=8)
+            return
+        self.push_screen(SubmitRoundScreen(self.snapshot, prefill))
+
+    def action_set_round_state(self: HelixApp) -> None:
+        from helix_tui.screens.forms import SetRoundStateScreen
+
+        if self.snapshot is not None:
+            self.push_screen(SetRoundStateScreen(self.snapshot))
+
+    def action_edit(self: HelixApp) -> None:
+        if self.snapshot is None:
+            return
+        tabs = self.main.query_one("#tabs", TabbedContent).active
+        notes = self.main.query_one("#notes", TabbedContent).active
+        path = actions.file_for_pane(self.snapshot, self.selected, tabs, notes)
+        command = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi") + [str(path)]
+        try:
+            with self.suspend():
+                subprocess.run(command, check=False)
+        except OSError as exc:
+            self.notify(f"cannot start {command[0]}: {exc}. Set $EDITOR.", severity="error")
+            return
+        except Exception:  # noqa: BLE001 - SuspendNotSupported (headless): run it without a terminal
+            try:
+                subprocess.run(command, check=False, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                self.notify(f"cannot start {command[0]}: {exc}. Set $EDITOR.", severity="error")
+                return
+        self.refresh_selection()
