@@ -18,31 +18,31 @@ class CockpitAction:
     action: str  # the App action string, e.g. "run('bench')"
     title: str
     help: str
-    footer: bool = False
+    footer: str | None = None  # the short footer label; None: only in `?` and the palette
 
 
 ACTIONS: tuple[CockpitAction, ...] = (
-    CockpitAction("t", "run('test')", "Run test", "Run the correctness test of the selected round or baseline (a job)", True),
-    CockpitAction("b", "run('bench')", "Run bench", "Benchmark the selected round or baseline (a job; writes the perf file)", True),
+    CockpitAction("t", "run('test')", "Run test", "Run the correctness test of the selected round or baseline (a job)", "test"),
+    CockpitAction("b", "run('bench')", "Run bench", "Benchmark the selected round or baseline (a job; writes the perf file)", "bench"),
     CockpitAction("p", "run('probe')", "Probe", "Fast probe-bench of the selected round against the baseline (a job)"),
     CockpitAction("f", "run('profile')", "Profile", "Profile the selected round or baseline into its profile/ folder (a job)"),
     CockpitAction("x", "cancel_job", "Cancel job", "Cancel the job selected in the Jobs pane (SIGTERM, then SIGKILL)"),
-    CockpitAction("c", "toggle_against", "Compare parent/baseline", "Compare the round with its parent or with the baseline", True),
-    CockpitAction("m", "cycle_metric", "Metric", "Switch the compared metric: auto, kernel, total-op, all", True),
-    CockpitAction("n", "start_round", "Start round", "Start the next round: strategy, analysis policy, reason", True),
-    CockpitAction("s", "submit_round", "Submit round", "Write round-state.json and submit the selected round", True),
+    CockpitAction("c", "toggle_against", "Compare parent/baseline", "Compare the round with its parent or with the baseline", "vs"),
+    CockpitAction("m", "cycle_metric", "Metric", "Switch the compared metric: auto, kernel, total-op, all", "metric"),
+    CockpitAction("n", "start_round", "Start round", "Start the next round: strategy, analysis policy, reason", "start"),
+    CockpitAction("s", "submit_round", "Submit round", "Write round-state.json and submit the selected round", "submit"),
     CockpitAction("a", "set_round_state", "Set round state", "Change the active round's strategy or analysis policy"),
     CockpitAction("e", "edit", "Open in $EDITOR", "Open the file behind the current pane in $EDITOR"),
     CockpitAction("r", "refresh", "Refresh", "Reload the whole workspace from disk"),
     CockpitAction("exclamation_mark", "problems", "Problems", "List every problem found in the workspace files"),
-    CockpitAction("question_mark", "help", "Help", "Show every key", True),
+    CockpitAction("question_mark", "help", "Help", "Show every key", "help"),
     CockpitAction("1", "tab('perf')", "Perf pane", "Show the perf comparison"),
     CockpitAction("2", "tab('attempts')", "Attempts pane", "Show attempts.md, summary.md, perf-analysis.md"),
     CockpitAction("3", "tab('jobs')", "Jobs pane", "Show jobs, progress and per-case results"),
     CockpitAction("4", "tab('hotspots')", "Hotspots pane", "Show the profile hotspots of the selected round"),
     CockpitAction("5", "tab('diff')", "Diff pane", "Show the operator diff against the parent"),
     CockpitAction("6", "tab('ir')", "IR pane", "Show IR stages and the stage diff against the parent"),
-    CockpitAction("q", "quit", "Quit", "Leave the cockpit (running jobs keep running)", True),
+    CockpitAction("q", "quit", "Quit", "Leave the cockpit (running jobs keep running)", "quit"),
 )
 
 KEY_NAMES = {"exclamation_mark": "!", "question_mark": "?"}
@@ -55,7 +55,8 @@ def display_key(key: str) -> str:
 def bindings() -> list[Binding]:
     """Bindings for the main screen (not the App, so a form's keys never start a job)."""
     return [
-        Binding(a.key, f"app.{a.action}", a.title, show=a.footer, key_display=display_key(a.key))
+        Binding(a.key, f"app.{a.action}", a.footer or a.title, show=a.footer is not None,
+                key_display=display_key(a.key), tooltip=a.help)
         for a in ACTIONS
     ]
 
