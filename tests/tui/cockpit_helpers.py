@@ -32,7 +32,7 @@ def make_workspace(root: Path, *, active_round: bool = False) -> Path:
     return ws
 
 
-async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
+async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
     """Let the app run until ``predicate()`` holds (bounded; returns False on timeout)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
