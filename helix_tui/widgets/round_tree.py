@@ -132,7 +132,8 @@ class RoundTree(Tree[str]):
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted[str]) -> None:
         """A rebuild moves the cursor line under the old node; only the wanted node counts."""
-        if self._settling and event.node.data != self._wanted:
+        stale = event.node is not self.cursor_node  # the cursor moved on since it was posted
+        if stale or (self._settling and event.node.data != self._wanted):
             event.stop()
 
     def _focus_wanted(self) -> None:

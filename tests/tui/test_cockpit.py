@@ -51,7 +51,7 @@ async def test_tree_and_perf_show_the_session(ws: Path) -> None:
         assert "add" in header and "best round-2" in header
         await select(pilot, app, "opt-round-2")
         table = app.main.query_one("#perf-table", DataTable)
-        assert await wait_for(pilot, lambda: table.row_count == 3)
+        assert await wait_for(pilot, lambda: "round-2" in [str(c.label) for c in table.columns.values()])
         rows = table_rows(table)
         assert rows[1][:5] == ["fp16_4096", "20.0", "10.0", "-50.0%", "2.00x"]
         summary = shown(app.main.query_one("#perf-summary"))
@@ -279,3 +279,24 @@ async def test_hangup_exits_cleanly(ws: Path) -> None:
         os.kill(os.getpid(), __import__("signal").SIGHUP)
         assert await wait_for(pilot, lambda: app._exit)
     assert app.return_value == 0
+
+
+async def test_perf_pane_shows_confidence_and_verdicts(tmp_path: Path) -> None:
+    from builders import Case, RoundSpec, build_workspace
+
+    def case(center: float) -> Case:
+        samples = [center * (1 + 0.002 * ((i % 7) - 3)) for i in range(40)]
+        return Case(kernel_us=center, total_op_us=center + 2.0, samples_us=samples)
+
+    ws = build_workspace(tmp_path, baseline={"a": case(10.0), "b": case(20.0)},
+                         rounds=[RoundSpec({"a": case(8.0), "b": case(20.0)})])
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await settle(pilot, app)
+        app.selected = "opt-round-1"
+        table = app.main.query_one("#perf-table", DataTable)
+        assert await wait_for(pilot, lambda: "vs baseline" in shown(app.main.query_one("#perf-summary")))
+        rows = table_rows(table)
+        assert rows[0][4].startswith("1.25x [") and rows[0][5] == "faster"
+        assert rows[1][5] == "within-noise"
+        assert "geomean 1.12x [" in shown(app.main.query_one("#perf-summary"))
