@@ -144,3 +144,20 @@ async def test_bad_and_vanishing_files_never_crash(ws: Path) -> None:
         assert await wait_for(pilot, lambda: app.selected == "baseline")
         assert app.main.query_one("#tabs", TabbedContent).active == "tab-attempts"
         assert "problem" in str(app.main.query_one("#header").render())
+
+
+async def test_a_failing_job_shows_failed_with_its_output(ws: Path) -> None:
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        code = "import sys; print('Traceback (most recent call last): boom', flush=True); sys.exit(3)"
+        thread = _start_job(ws, [sys.executable, "-c", code], kind="run-test")
+        jobs = app.main.query_one("#jobs")
+        assert await wait_for(pilot, lambda: jobs.selected and app.tracker.jobs[jobs.selected].status == "failed")
+        line = str(jobs.query_one("#job-line").render())
+        assert "failed" in line and "exit 3" in line
+        log = jobs.query_one("#job-log")
+        assert await wait_for(pilot, lambda: any("boom" in entry for entry in log.lines))
+        thread.join(10)
+        assert app.is_running
