@@ -161,3 +161,19 @@ async def test_a_failing_job_shows_failed_with_its_output(ws: Path) -> None:
         assert await wait_for(pilot, lambda: any("boom" in entry for entry in log.lines))
         thread.join(10)
         assert app.is_running
+
+
+async def test_the_whole_workspace_vanishing_is_a_message(ws: Path) -> None:
+    import shutil
+
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        app.selected = "opt-round-2"
+        shutil.rmtree(ws)
+        header = app.main.query_one("#header")
+        assert await wait_for(pilot, lambda: "gone" in str(header.render()) or "stopped" in str(header.render()))
+        assert await wait_for(pilot, lambda: app.selected == "baseline")
+        await pilot.press("r")  # refresh on a missing folder: still a message, not a crash
+        await pilot.pause(0.3)
+        assert app.is_running and "problem" in str(header.render())
