@@ -39,7 +39,7 @@ from helix_tui.messages import (
 )
 from helix_tui.widgets.file_tail import FileTail
 from helix_tui.screens.main import MainScreen
-from helix_tui.widgets.jobs_pane import JobsPane, JobsStrip
+from helix_tui.widgets.jobs_pane import JobsPane, JobsStrip, baseline_times
 from helix_tui.widgets.panes import CockpitHeader, IRPane, PerfPane, TextPane
 from helix_tui.widgets.round_tree import RoundTree
 
@@ -196,6 +196,7 @@ class HelixApp(KeyActions, App[int]):
             self.watch_files()
         if self.ready:
             self.render_all()
+            self.show_jobs()  # the live speedups need the baseline
 
     def on_snapshot_reloaded(self, message: SnapshotReloaded) -> None:
         self.snapshot = message.snapshot
@@ -217,7 +218,8 @@ class HelixApp(KeyActions, App[int]):
     def show_jobs(self) -> None:
         if self.ready:
             with self._jobs_lock:
-                self.main.query_one("#jobs", JobsPane).show(self.tracker)
+                base = self.snapshot.baseline.perf if self.snapshot is not None and self.snapshot.baseline else []
+                self.main.query_one("#jobs", JobsPane).show(self.tracker, baseline_times(base))
                 self.main.query_one("#live-jobs", JobsStrip).show(self.tracker)
 
     def on_watch_stopped(self, message: WatchStopped) -> None:

@@ -92,7 +92,7 @@ async def test_a_running_job_streams_case_by_case(ws: Path, tmp_path: Path) -> N
         jobs = app.main.query_one("#jobs")
         cases = jobs.query_one("#job-cases", DataTable)
         assert await wait_for(pilot, lambda: cases.row_count == 1)
-        assert rows(cases)[0][:3] == ["fp16_1024", "done", "10.00 µs"]
+        assert rows(cases)[0][:5] == ["fp16_1024", "done", "10.00 µs", "50", "1.00x"]  # baseline fp16_1024: 10 µs
         live = app.tracker.jobs[jobs.selected]
         assert live.status == "running" and (live.done, live.total) == (1, 3)
         assert jobs.query_one("#job-progress", ProgressBar).progress == 1
