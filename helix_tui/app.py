@@ -137,24 +137,36 @@ class HelixApp(KeyActions, App[int]):
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="watch")
     async def watch_files(self) -> None:
-        from helix_engine.workspace.snapshot import reload
-
-        try:
-            async for batch in watch_workspace(self.workspace, stop_event=self._stop_watch):
-                paths = batch.snapshot_paths
-                if batch.rounds or any(render.BASELINE in p.parts for p in paths):
-                    self.post_message(FilesTouched(batch))  # tails first: no need to wait for the reload
-                if paths and self.snapshot is not None:
-                    snap = await asyncio.to_thread(reload, self.snapshot, paths)
-                    self.post_message(SnapshotReloaded(snap, batch))
-                if batch.job_ids:
-                    changed = await asyncio.to_thread(self._poll_some_jobs, batch.job_ids)
-                    self.post_message(JobsChanged(changed))
-        except Exception as exc:  # noqa: BLE001 - a dead watcher must not kill the cockpit
-            self.post_message(WatchStopped(f"live updates stopped ({exc}); press r to refresh"))
-            return
+        polling: bool | None = None
+        while True:
+            try:
+                await self._follow_changes(polling)
+            except OSError as exc:  # inotify limits on a huge profile dump: fall back to polling
+                if polling:
+                    self.post_message(WatchStopped(f"live updates stopped ({exc}); press r to refresh"))
+                    return
+                polling = True
+                continue
+            except Exception as exc:  # noqa: BLE001 - a dead watcher must not kill the cockpit
+                self.post_message(WatchStopped(f"live updates stopped ({exc}); press r to refresh"))
+                return
+            break
         if not self._stop_watch.is_set():
             self.post_message(WatchStopped("the workspace folder is gone; live updates stopped"))
+
+    async def _follow_changes(self, force_polling: bool | None) -> None:
+        from helix_engine.workspace.snapshot import reload
+
+        async for batch in watch_workspace(self.workspace, stop_event=self._stop_watch, force_polling=force_polling):
+            paths = batch.snapshot_paths
+            if batch.rounds or any(render.BASELINE in p.parts for p in paths):
+                self.post_message(FilesTouched(batch))  # tails first: no need to wait for the reload
+            if paths and self.snapshot is not None:
+                snap = await asyncio.to_thread(reload, self.snapshot, paths)
+                self.post_message(SnapshotReloaded(snap, batch))
+            if batch.job_ids:
+                changed = await asyncio.to_thread(self._poll_some_jobs, batch.job_ids)
+                self.post_message(JobsChanged(changed))
 
     def _poll_some_jobs(self, job_ids: set[str]) -> set[str]:
         with self._jobs_lock:

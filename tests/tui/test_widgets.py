@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from textual.app import App, ComposeResult
 
 from builders import RoundSpec, build_workspace
@@ -93,7 +95,8 @@ def test_classify_maps_contract_files_to_events(tmp_path: Path) -> None:
     assert batch.events == [RoundChanged(3), AttemptsAppended(3)] and len(batch.paths) == 2
 
 
-async def test_watch_workspace_yields_a_coalesced_batch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("polling", [False, True], ids=["inotify", "polling"])
+async def test_watch_workspace_yields_a_coalesced_batch(tmp_path: Path, polling: bool) -> None:
     (tmp_path / "opt-round-1").mkdir()
     stop = asyncio.Event()
 
@@ -108,7 +111,7 @@ async def test_watch_workspace_yields_a_coalesced_batch(tmp_path: Path) -> None:
     batches = []
 
     async def collect() -> None:
-        async for batch in watch_workspace(tmp_path, stop_event=stop):
+        async for batch in watch_workspace(tmp_path, stop_event=stop, force_polling=polling):
             batches.append(batch)
             if AttemptsAppended(1) in batch.events:
                 stop.set()
