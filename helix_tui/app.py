@@ -37,14 +37,22 @@ from helix_tui.messages import (
     SnapshotReloaded,
     WatchStopped,
 )
-from helix_tui.widgets.file_tail import FileTail
 from helix_tui.screens.main import MainScreen
+from helix_tui.widgets.file_tail import FileTail
 from helix_tui.widgets.jobs_pane import JobsPane, JobsStrip, baseline_times
 from helix_tui.widgets.panes import CockpitHeader, IRPane, PerfPane, TextPane
 from helix_tui.widgets.round_tree import RoundTree
 
 #: How often job liveness (a pid that died without an end event → lost) is re-checked.
 JOB_POLL_S = 2.0
+
+
+#: Files that only the note tails show: an agent appending to them recomputes nothing else.
+NOTE_FILES = frozenset({"attempts.md", "summary.md", "perf-analysis.md"})
+
+
+def _notes_only(batch: WatchBatch) -> bool:
+    return bool(batch.snapshot_paths) and all(p.name in NOTE_FILES for p in batch.snapshot_paths)
 
 
 def css_path() -> Path:
@@ -298,8 +306,10 @@ class HelixApp(KeyActions, App[int]):
         if self.selected not in tree.nodes_by_key:
             self.selected = render.BASELINE
             return
-        if batch is None or self._touches_selection(batch):
-            self.refresh_selection(reopen=batch is None)
+        if batch is None:
+            self.refresh_selection(reopen=True)
+        elif self._touches_selection(batch) and not _notes_only(batch):
+            self.refresh_selection(reopen=False)  # (note tails were polled on FilesTouched)
 
     def _touches_selection(self, batch: WatchBatch) -> bool:
         n = render.key_round(self.selected)

@@ -26,6 +26,7 @@ class MainScreen(Screen[None]):
     """The cockpit."""
 
     BINDINGS = bindings()
+    composed = False  # set once the widgets exist (messages may arrive earlier)
 
     def compose(self) -> ComposeResult:
         yield CockpitHeader(id="header")
