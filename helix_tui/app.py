@@ -9,6 +9,7 @@ calls the same engine function as the CLI; the UI shows results it read back fro
 from __future__ import annotations
 
 import argparse
+import sys
 import asyncio
 import threading
 from collections.abc import Callable
@@ -383,7 +384,7 @@ def run_cockpit(argv: list[str]) -> int:
     path = Path(args.workspace)
     found = find_workspaces(path)
     if not found:
-        print(f"error: {path} is not an operator workspace and holds none; run helix in a workspace folder")
+        print(f"error: {path} is not an operator workspace and holds none; run helix in a workspace folder, or `helix demo` to make one", file=sys.stderr)
         return 1
     chosen: Path | None = found[0]
     if len(found) > 1:

@@ -1,8 +1,8 @@
 """The ``helix`` console script.
 
-Engine subcommands go straight to ``helix_engine.cli`` without importing textual (so
-``helix status`` stays fast); ``helix``, ``helix WORKSPACE`` and ``helix tui [WORKSPACE]`` open
-the cockpit.
+Engine subcommands (and ``--help`` / ``--version``) go straight to ``helix_engine.cli`` without
+importing textual, so ``helix status`` stays fast; ``helix``, ``helix WORKSPACE``,
+``helix --no-watch WORKSPACE`` and ``helix tui [WORKSPACE]`` open the cockpit.
 """
 
 from __future__ import annotations
@@ -10,16 +10,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+_ENGINE_FLAGS = {"-h", "--help", "--version"}
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and (args[0].startswith("-") or args[0] != "tui"):
-        from helix_engine import cli as engine_cli
-
-        if args[0].startswith("-") or args[0] in engine_cli.command_names():
-            return engine_cli.main(args)
     if args and args[0] == "tui":
         args = args[1:]
+    elif args and (args[0] in _ENGINE_FLAGS or not args[0].startswith("-")):
+        from helix_engine import cli as engine_cli
+
+        if args[0] in _ENGINE_FLAGS or args[0] in engine_cli.command_names():
+            return engine_cli.main(args)
     from helix_tui.app import run_cockpit
 
     return run_cockpit(args)
