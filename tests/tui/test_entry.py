@@ -14,7 +14,7 @@ from helix_tui.screens.picker import PickerApp
 
 def test_not_a_workspace_is_a_sentence_not_a_traceback(tmp_path: Path, capsys) -> None:  # noqa: ANN001
     assert run_cockpit([str(tmp_path / "missing")]) == 1
-    assert "is not an operator workspace" in capsys.readouterr().out
+    assert "is not an operator workspace" in capsys.readouterr().err
 
 
 async def test_picker_returns_the_chosen_workspace(tmp_path: Path) -> None:
