@@ -19,7 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helix_engine.eval.ascend_csv import OpView, newest, read_kernel_details, read_op_statistic
+from helix_engine.profile.ascend import (
+    ProfileDataError,
+    kernel_details_by_step,
+    newest_file,
+    op_averages_from_op_statistic,
+)
 
 NO_MATCH = "no resolved kernels matched profiler kernel view"
 NO_MATCH_MSPROF = "no resolved kernels matched op_statistic csv"
@@ -30,6 +35,30 @@ METHODS: dict[str, str] = {
     "torch-npu-profiler": "torch_npu.profiler kernel_details device time",
     "msprof": "msprof op_statistic device time",
 }
+
+
+@dataclass
+class OpView:
+    """Per-op average device time (µs) in first-seen order, plus per-step rows when known."""
+
+    op_avgs: OrderedDict[str, float] = field(default_factory=OrderedDict)
+    #: step id → op name → summed duration (µs); empty when the source has no step column
+    steps: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        return sum(self.op_avgs.values())
+
+
+def kernel_details_view(path: Path, repeats: int) -> OpView:
+    """kernel_details.csv through the profile parser (one implementation of upstream's rule)."""
+    parsed = kernel_details_by_step(path, repeats)
+    return OpView(OrderedDict(parsed.averages), parsed.steps)
+
+
+def op_statistic_view(path: Path, repeats: int | None) -> OpView:
+    """op_statistic*.csv: ``repeats`` for the torch-npu fallback, ``None`` for msprof (GCD rule)."""
+    return OpView(OrderedDict(op_averages_from_op_statistic(path, repeats)))
 
 
 @dataclass
@@ -227,15 +256,22 @@ def time_torch_npu_profiler(fn: Callable[[], Any], warmup: int, repeats: int, sy
 
 
 def timing_from_ascend_dir(out: Path, repeats: int, kernel_names: list[str]) -> CaseTiming:
-    details = newest(out, "kernel_details.csv")
+    """kernel_details.csv when it holds device time, else op_statistic*.csv (Total ÷ repeats)."""
+    details = newest_file(out, "kernel_details.csv")
     if details is not None:
-        view = read_kernel_details(details, repeats)
-        if view.total > 0:
+        try:
+            view = kernel_details_view(details, repeats)
+        except ProfileDataError:
+            view = None  # damaged: the op_statistic fallback below still may answer
+        if view is not None and view.total > 0:
             return split_ops(view, kernel_names)
-    stat = newest(out, "op_statistic*.csv")
+    stat = newest_file(out, "op_statistic*.csv")
     if stat is None:
         return CaseTiming([], None, None, None, "the profiler wrote neither kernel_details.csv nor op_statistic*.csv")
-    return split_ops(read_op_statistic(stat, repeats), kernel_names)
+    try:
+        return split_ops(op_statistic_view(stat, repeats), kernel_names)
+    except ProfileDataError as exc:
+        return CaseTiming([], None, None, None, str(exc))
 
 
 # -------------------------------------------------------------------------------- msprof
@@ -256,9 +292,12 @@ def time_msprof(request_path: Path, case_id: str, warmup: int, repeats: int, ker
         if proc.returncode != 0:
             tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
             return CaseTiming([], None, None, None, f"msprof exited {proc.returncode}: {' '.join(tail)}")
-        stat = newest(out, "op_statistic_*.csv") or newest(out, "op_statistic*.csv")
+        stat = newest_file(out, "op_statistic_*.csv") or newest_file(out, "op_statistic*.csv")
         if stat is None:
             return CaseTiming([], None, None, None, "msprof wrote no op_statistic csv")
-        return split_ops(read_op_statistic(stat, warmup + repeats, msprof=True), kernel_names, NO_MATCH_MSPROF)
+        try:
+            return split_ops(op_statistic_view(stat, None), kernel_names, NO_MATCH_MSPROF)
+        except ProfileDataError as exc:
+            return CaseTiming([], None, None, None, str(exc))
     finally:
         shutil.rmtree(out, ignore_errors=True)

@@ -67,6 +67,11 @@ def _newest(paths: list[Path]) -> Path | None:
     return max(existing, key=lambda p: (p.stat().st_mtime, p.name))
 
 
+def newest_file(folder: Path, pattern: str) -> Path | None:
+    """Newest-mtime file matching ``pattern`` anywhere under ``folder`` (a bench's profiler dir)."""
+    return _newest(list(Path(folder).rglob(pattern)))
+
+
 def pick_csv(folder: Path, prefix: str) -> Path | None:
     """Newest-mtime ``<prefix>_*.csv``, else ``<prefix>.csv`` (upstream's rule)."""
     stamped = _newest(list(folder.glob(f"{prefix}_*.csv")))
@@ -270,31 +275,53 @@ def _raise_on(report: CsvReadReport) -> None:
         raise ProfileDataError(str(errors[0]))
 
 
-def op_averages_from_kernel_details(path: Path, repeats: int) -> dict[str, float]:
-    """Per-step average µs per op ``Name``: Σ Duration ÷ distinct ``Step Id`` (÷ ``repeats``
-    when the column is absent or empty). Streams the file. Raises ProfileDataError when the
-    file is missing or unreadable."""
+@dataclass
+class StepAverages:
+    """Per-op averages from kernel_details and, when asked, each step's own per-op sums."""
+
+    #: op ``Name`` → per-step average µs, in first-seen order
+    averages: dict[str, float]
+    #: Step Id → op name → summed µs; empty when the file has no Step Id values or not asked
+    steps: dict[str, dict[str, float]] = field(default_factory=dict)
+
+
+def kernel_details_by_step(path: Path, repeats: int, *, keep_steps: bool = True) -> StepAverages:
+    """One streaming pass over kernel_details: per-step average µs per op ``Name`` = Σ Duration
+    ÷ distinct ``Step Id`` (÷ ``repeats`` when the column is absent or empty); with
+    ``keep_steps`` also each step's per-op sums (run-bench's per-iteration samples). Rows
+    without a name are skipped. Raises ProfileDataError when the file is missing or unreadable."""
     report = CsvReadReport(Path(path))
     sums: dict[str, float] = {}
+    per_step: dict[str, dict[str, float]] = {}
     steps: set[str] = set()
     name_i = dur_i = step_i = -1
     for cells in iter_cells(path, report, required=("Name", "Duration(us)")):
         if name_i < 0:
             name_i, dur_i = report.header.index("Name"), report.header.index("Duration(us)")
             step_i = report.header.index("Step Id") if "Step Id" in report.header else -1
+        step = cells[step_i].strip() if step_i >= 0 else ""
+        if step:
+            steps.add(step)
+            if keep_steps:
+                per_step.setdefault(step, {})
+        name = cells[name_i].strip()
         value = to_float(cells[dur_i])
-        if value is not None:
-            name = cells[name_i].strip()
-            sums[name] = sums.get(name, 0.0) + value
-        if step_i >= 0:
-            step = cells[step_i].strip()
-            if step:
-                steps.add(step)
+        if value is None or not name:
+            continue
+        sums[name] = sums.get(name, 0.0) + value
+        if keep_steps and step:
+            bucket = per_step[step]
+            bucket[name] = bucket.get(name, 0.0) + value
     _raise_on(report)
     divisor = len(steps) or repeats
     if divisor <= 0:
         raise ProfileDataError(f"{path}: cannot average per step: no Step Id column and repeats={repeats}")
-    return {name: total / divisor for name, total in sums.items()}
+    return StepAverages({name: total / divisor for name, total in sums.items()}, per_step)
+
+
+def op_averages_from_kernel_details(path: Path, repeats: int) -> dict[str, float]:
+    """Per-step average µs per op ``Name`` (see `kernel_details_by_step`), without the steps."""
+    return kernel_details_by_step(path, repeats, keep_steps=False).averages
 
 
 def op_averages_from_op_statistic(path: Path, repeats: int | None) -> dict[str, float]:

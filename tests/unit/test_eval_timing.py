@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from helix_engine.eval import ascend_csv, timing
+from helix_engine.eval import timing
 from tests.conftest import FIXTURES
 
 PROF = FIXTURES / "kernels" / "profiler"
 
 
 def test_kernel_details_per_step_average() -> None:
-    view = ascend_csv.read_kernel_details(PROF / "standalone/ASCEND_PROFILER_OUTPUT/kernel_details.csv", repeats=3)
+    view = timing.kernel_details_view(PROF / "standalone/ASCEND_PROFILER_OUTPUT/kernel_details.csv", repeats=3)
     # 10 rows of matmul_kernel summing to 888.42 µs over 10 distinct Step Ids
     assert list(view.op_avgs) == ["matmul_kernel"]
     assert view.op_avgs["matmul_kernel"] == pytest.approx(88.842)
@@ -28,7 +28,7 @@ def test_kernel_details_per_step_average() -> None:
 def test_kernel_details_without_step_column_divides_by_repeats(tmp_path: Path) -> None:
     csv = tmp_path / "kernel_details.csv"
     csv.write_text("Name,Duration(us)\nk,10\nk,20\nCast,3\nbad,\n", encoding="utf-8")
-    view = ascend_csv.read_kernel_details(csv, repeats=2)
+    view = timing.kernel_details_view(csv, repeats=2)
     assert view.op_avgs == {"k": 15.0, "Cast": 1.5}
     res = timing.split_ops(view, ["k"])
     assert (res.kernel_avg_us, res.total_op_avg_us) == (15.0, 16.5)
@@ -36,7 +36,7 @@ def test_kernel_details_without_step_column_divides_by_repeats(tmp_path: Path) -
 
 
 def test_no_kernel_match_is_the_recoverable_error() -> None:
-    view = ascend_csv.read_kernel_details(PROF / "standalone/ASCEND_PROFILER_OUTPUT/kernel_details.csv", repeats=3)
+    view = timing.kernel_details_view(PROF / "standalone/ASCEND_PROFILER_OUTPUT/kernel_details.csv", repeats=3)
     res = timing.split_ops(view, ["softmax_kernel"])
     assert res.kernel_avg_us is None and res.total_op_avg_us == pytest.approx(88.842)
     assert res.error_message == "no resolved kernels matched profiler kernel view"
@@ -45,16 +45,18 @@ def test_no_kernel_match_is_the_recoverable_error() -> None:
 def test_op_statistic_fallback_and_msprof_gcd(tmp_path: Path) -> None:
     stat = PROF / "msprof/mindstudio_profiler_output/op_statistic_20260511093035.csv"
     # Counts 5, 2, 2 → gcd 1 → the native Avg Time(us)
-    view = ascend_csv.read_op_statistic(stat, repeats=4, msprof=True)
+    view = timing.op_statistic_view(stat, None)
     assert view.op_avgs == {"matmul_kernel": 6.028, "Cast": 3.12, "DSARandomNormal": 2.11}
     res = timing.split_ops(view, ["matmul_kernel"], timing.NO_MATCH_MSPROF)
     assert res.kernel_avg_us == 6.028 and res.total_op_avg_us == pytest.approx(11.258)
     # torch-npu fallback: Total ÷ repeats
-    assert ascend_csv.read_op_statistic(stat, repeats=2).op_avgs["matmul_kernel"] == pytest.approx(15.072)
+    assert timing.op_statistic_view(stat, 2).op_avgs["matmul_kernel"] == pytest.approx(15.072)
     gcd = tmp_path / "op_statistic_1.csv"
-    gcd.write_text("OP Type,Count,Total Time(us),Avg Time(us)\nk,8,80,10\nCast,4,8,2\n", encoding="utf-8")
-    assert ascend_csv.read_op_statistic(gcd, 1, msprof=True).op_avgs == {"k": 20.0, "Cast": 2.0}
-    assert timing.split_ops(ascend_csv.read_op_statistic(gcd, 1, msprof=True), ["x"],
+    gcd.write_text("OP Type,Core Type,Count,Total Time(us),Min Time(us),Avg Time(us),Max Time(us),Ratio(%)\n"
+                   "k,AI_CORE,8,80,9,10,11,90\nCast,AI_VECTOR_CORE,4,8,1,2,3,10\n", encoding="utf-8")
+    # Counts 8, 4 → gcd 4 → Total ÷ 4 (not the native Avg 10 / 2)
+    assert timing.op_statistic_view(gcd, None).op_avgs == {"k": 20.0, "Cast": 2.0}
+    assert timing.split_ops(timing.op_statistic_view(gcd, None), ["x"],
                             timing.NO_MATCH_MSPROF).error_message == "no resolved kernels matched op_statistic csv"
 
 
@@ -65,6 +67,12 @@ def test_ascend_dir_prefers_kernel_details_then_falls_back(tmp_path: Path) -> No
     (tmp_path / "run/ASCEND_PROFILER_OUTPUT/kernel_details.csv").write_text("Name,Duration(us),Step Id\n")
     res = timing.timing_from_ascend_dir(tmp_path / "run", 10, ["matmul_kernel"])
     assert res.kernel_avg_us == pytest.approx(88.842)  # op_statistic: 888.42 / 10
+    (tmp_path / "run/ASCEND_PROFILER_OUTPUT/kernel_details.csv").write_bytes(b"Name,Duration(us)\n\x00\xff garbage\n")
+    res = timing.timing_from_ascend_dir(tmp_path / "run", 10, ["matmul_kernel"])
+    assert res.kernel_avg_us == pytest.approx(88.842)  # a damaged kernel_details also falls back
+    (tmp_path / "run/ASCEND_PROFILER_OUTPUT/op_statistic.csv").write_text("OP Type,Count\nmatmul_kernel,3\n")
+    res = timing.timing_from_ascend_dir(tmp_path / "run", 10, ["matmul_kernel"])
+    assert res.kernel_avg_us is None and "Total Time(us)" in (res.error_message or "")
     empty = tmp_path / "empty"
     empty.mkdir()
     assert "neither kernel_details.csv nor op_statistic" in timing.timing_from_ascend_dir(empty, 1, ["k"]).error_message
