@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import math
-import os
 import sys
 import time
 import traceback
@@ -20,24 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine import __version__
+from helix_engine.eval.childlib import JobEvents, read_request, setup_backend, write_result
 from helix_engine.eval.loader import HarnessContractError
 
-COMPAT_DIR = Path(__file__).resolve().parent / "compat"
 MAX_CAPTURED_CHARS = 200_000
-
-
-class _Events:
-    """EventWriter when inside a job, else a no-op (the worker also runs by hand)."""
-
-    def __init__(self) -> None:
-        from helix_engine.jobs.events import EventWriter
-
-        self.writer = EventWriter.from_env()
-
-    def __getattr__(self, name: str) -> Any:
-        if self.writer is None:
-            return lambda *a, **k: None
-        return getattr(self.writer, name)
 
 
 class _Tee(io.TextIOBase):
@@ -54,26 +38,6 @@ class _Tee(io.TextIOBase):
     def flush(self) -> None:
         with contextlib.suppress(Exception):
             self.real.flush()
-
-
-def _setup(request: dict[str, Any]) -> Any:
-    """Environment as upstream sets it, then the backend adapter (imports torch)."""
-    os.environ.setdefault("TRITON_ALWAYS_COMPILE", "1")
-    if os.environ.get("TRITON_ALL_BLOCKS_PARALLEL") == "1":
-        os.environ["TRITON_ALL_BLOCKS_PARALLEL"] = "0"
-    backend_name = request.get("backend") or "cpu"
-    os.environ["HELIX_DEVICE"] = request.get("device_str") or backend_name
-    if backend_name == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"
-    if backend_name == "npu":
-        os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
-    if str(COMPAT_DIR) not in sys.path:
-        sys.path.append(str(COMPAT_DIR))
-    from helix_engine.eval.backends import get_backend
-
-    backend = get_backend(backend_name)
-    backend.import_torch()
-    return backend
 
 
 def _to_cpu(value: Any) -> Any:
@@ -294,13 +258,13 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m helix_engine.eval.worker REQUEST.json [--run-one ID --iterations N]", file=sys.stderr)
         return 2
     request_path = Path(args[0])
-    request = json.loads(request_path.read_text(encoding="utf-8"))
-    backend = _setup(request)
+    request = read_request(request_path)
+    backend = setup_backend(request)
     if "--run-one" in args:
         case_id = args[args.index("--run-one") + 1]
         iterations = int(args[args.index("--iterations") + 1]) if "--iterations" in args else 1
         return run_one(request, case_id, iterations, backend)
-    events = _Events()
+    events = JobEvents()
     rc = 0
     try:
         if request["action"] == "bench":
@@ -326,9 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - report, then exit non-zero
         traceback.print_exc()
         result, rc = {"error": f"{type(exc).__name__}: {exc}"}, 1
-    from helix_engine.workspace.files import atomic_write_json
-
-    atomic_write_json(Path(request["result_path"]), result, indent=None)
+    write_result(Path(request["result_path"]), result)
     summary = {k: v for k, v in result.items() if k in ("error", "return_code", "archived_result")}
     events.result(summary)
     sys.stdout.flush()

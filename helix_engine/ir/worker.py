@@ -20,9 +20,10 @@ import json
 import re
 import subprocess
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
+
+from helix_engine.eval.childlib import child_main, load_case, setup_backend
 
 TEXT_STAGES = ("source", "ttir", "ttgir", "llir", "ptx", "amdgcn")
 META_KEYS = ("name", "num_warps", "num_stages", "num_ctas", "shared", "arch", "backend_name", "triton_version",
@@ -239,8 +240,6 @@ def compile_recorded(operator_module: Any, launches: list[dict[str, Any]], ir_di
 
 
 def run(request: dict[str, Any]) -> dict[str, Any]:
-    from helix_engine.profile.worker import child_setup, load_case
-
     mode = request["mode"]
     ir_dir = Path(request["ir_dir"])
     if mode == "compile":
@@ -249,7 +248,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         launches = json.loads(Path(request["launches_file"]).read_text(encoding="utf-8"))
         module = import_file(Path(request["operator_file"]))
         return {"return_code": 0, "kernels": compile_recorded(module, launches, ir_dir)}
-    backend = child_setup(request)
+    backend = setup_backend(request)
     harness, case, fn = load_case(request)
     if mode == "record":
         launches = record_launches(fn)
@@ -262,20 +261,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     return {"return_code": 0, "case_id": case.id}  # run-once
 
 
+def _failed(request: dict[str, Any], error: str) -> dict[str, Any]:
+    return {"return_code": 1, "error": error}
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m helix_engine.ir.worker REQUEST.json", file=sys.stderr)
-        return 2
-    request = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-    try:
-        result = run(request)
-    except Exception as exc:  # noqa: BLE001 - user code: report, never hide
-        traceback.print_exc()
-        result = {"return_code": 1, "error": f"{type(exc).__name__}: {exc}"}
-    sys.stdout.flush()
-    Path(request["result_path"]).write_text(json.dumps(result, default=str) + "\n", encoding="utf-8")
-    return int(result["return_code"])
+    return child_main(argv, "python -m helix_engine.ir.worker REQUEST.json", run, _failed)
 
 
 if __name__ == "__main__":

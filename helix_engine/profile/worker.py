@@ -14,51 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
+
+from helix_engine.eval.childlib import JobEvents, child_main, load_case, setup_backend
 
 #: The interpreter is ~1000× slower than a device: cap the profiled steps on cpu.
 CPU_MAX_WARMUP = 1
 CPU_MAX_REPEATS = 5
-
-
-def child_setup(request: dict[str, Any]) -> Any:
-    """Environment as the eval worker sets it, then the backend adapter (imports torch)."""
-    os.environ.setdefault("TRITON_ALWAYS_COMPILE", "1")
-    if os.environ.get("TRITON_ALL_BLOCKS_PARALLEL") == "1":
-        os.environ["TRITON_ALL_BLOCKS_PARALLEL"] = "0"
-    name = request.get("backend") or "cpu"
-    os.environ["HELIX_DEVICE"] = request.get("device_str") or name
-    if name == "cpu":
-        os.environ["TRITON_INTERPRET"] = "1"
-    if name == "npu":
-        os.environ.setdefault("TORCH_DEVICE_BACKEND_AUTOLOAD", "0")
-    compat = Path(__file__).resolve().parents[1] / "eval" / "compat"
-    if compat.is_dir() and str(compat) not in sys.path:
-        sys.path.append(str(compat))
-    from helix_engine.eval.backends import get_backend
-
-    backend = get_backend(name)
-    backend.import_torch()
-    return backend
-
-
-def load_case(request: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """(harness, case, closure) for the requested case id (the first case when none)."""
-    from helix_engine.errors import HelixError
-    from helix_engine.eval.loader import load_bench_harness
-
-    harness = load_bench_harness(Path(request["bench_file"]), Path(request["operator_file"]))
-    wanted = request.get("case_id")
-    case = harness.cases[0] if not wanted else next((c for c in harness.cases if c.id == wanted), None)
-    if case is None:
-        ids = ", ".join(c.id for c in harness.cases)
-        raise HelixError(f"case {wanted!r} is not in {harness.bench_file.name}; the cases are: {ids}")
-    return harness, case, harness.build_fn(case)
 
 
 @contextlib.contextmanager
@@ -119,23 +84,9 @@ def profile_npu(backend: Any, fn: Any, warmup: int, repeats: int, run_dir: Path,
         _steps(fn, prof, backend.synchronize, 1 + warmup + repeats, events)
 
 
-class Events:
-    """The job's EventWriter, or a no-op when the worker runs by hand."""
-
-    def __init__(self) -> None:
-        from helix_engine.jobs.events import EventWriter
-
-        self.writer = EventWriter.from_env()
-
-    def __getattr__(self, name: str) -> Any:
-        if self.writer is None:
-            return lambda *a, **k: None
-        return getattr(self.writer, name)
-
-
 def run(request: dict[str, Any]) -> dict[str, Any]:
-    events = Events()
-    backend = child_setup(request)
+    events = JobEvents()
+    backend = setup_backend(request)
     harness, case, fn = load_case(request)
     warmup, repeats = case.warmup, case.repeats
     if backend.name == "cpu":
@@ -162,19 +113,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     return {"return_code": 0, "profile_dir": str(run_dir), "error": None}
 
 
+def _failed(request: dict[str, Any], error: str) -> dict[str, Any]:
+    return {"return_code": 1, "profile_dir": request.get("run_dir"), "error": error}
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) != 1:
-        print("usage: python -m helix_engine.profile.worker REQUEST.json", file=sys.stderr)
-        return 2
-    request = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-    try:
-        result = run(request)
-    except Exception as exc:  # noqa: BLE001 - user code: report, never hide
-        traceback.print_exc()
-        result = {"return_code": 1, "profile_dir": request.get("run_dir"), "error": f"{type(exc).__name__}: {exc}"}
-    Path(request["result_path"]).write_text(json.dumps(result) + "\n", encoding="utf-8")
-    return int(result["return_code"])
+    return child_main(argv, "python -m helix_engine.profile.worker REQUEST.json", run, _failed)
 
 
 if __name__ == "__main__":
