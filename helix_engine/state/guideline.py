@@ -46,6 +46,9 @@ def start_round_guideline(message: str) -> str:
                 "until it passes, then run `helix start-round` again.")
     if "cannot reopen completed round" in message:
         return "This round is already completed. Move to the next incomplete `opt-round-N/` instead of reopening it."
+    if "numbered in sequence" in message:
+        return ("Rounds are numbered in sequence. Start the round named in the issue (the next number "
+                "after the last terminal round), not a later one.")
     if "workflow phase is round_active" in message:
         return "Another round is already active. Finish that round before starting a different round."
     if "workflow state" in message:

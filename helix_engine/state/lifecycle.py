@@ -123,13 +123,16 @@ def _start_locked(path: Path, round_dir: Path, strategy: str, policy: str, why: 
             raise ValueError(f"cannot reinitialize active round {name} with different strategy state")
         return warnings  # identical repeat: nothing changes
     if state.phase != "awaiting_round_start":
-        raise ValueError(f"cannot start {name} while workflow phase is {state.phase}")
+        active = f" (opt-round-{state.current_round} is active)" if state.current_round is not None else ""
+        raise ValueError(f"cannot start {name} while workflow phase is {state.phase}{active}")
     if entry is not None and entry.status == "passed":
         raise ValueError(f"cannot reopen completed round {name}")
     if n > 1 and not checks.is_terminal(round_dir.parent / layout.round_dir_name(n - 1)):
-        warnings.append(
-            f"opt-round-{n - 1} is not a terminal round yet; rounds are numbered in sequence, so "
-            f"submit-round will refuse {name} until opt-round-{n - 1} is complete or closed."
+        # submit-round refuses a round whose predecessor is not terminal; opening it anyway
+        # would leave an active round that can never be submitted.
+        raise ValueError(
+            f"cannot start {name}: opt-round-{n - 1} is not a terminal round yet and rounds are "
+            f"numbered in sequence; start (or finish) opt-round-{n - 1} first"
         )
     state.phase = "round_active"
     state.current_round = n

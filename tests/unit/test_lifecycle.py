@@ -181,10 +181,29 @@ def test_combination_warnings(accepted: Path, strategy: str, policy: str) -> Non
     assert update.warnings == [warning]
 
 
-def test_start_round_warns_when_numbering_skips(accepted: Path) -> None:
+def test_start_round_refuses_when_numbering_skips(accepted: Path) -> None:
+    """submit-round refuses opt-round-3 while opt-round-2 is not terminal, so opening it would
+    leave an active round that can never be submitted (and blocks starting opt-round-2)."""
     payload, code = start(accepted, n=3)
+    assert code == 1
+    assert payload["status"] == "fail"
+    assert "opt-round-2 is not a terminal round yet" in payload["issues"][0]
+    assert "numbered in sequence" in payload["guideline"]
+    state = json.loads((accepted / ".helix" / "state.json").read_text())
+    assert state["phase"] == "awaiting_round_start" and "3" not in state["rounds"]
+    assert not (accepted / "opt-round-3" / "attempts.md").exists()
+    payload, code = start(accepted, n=2)
+    assert code == 1 and "opt-round-1 is not a terminal round yet" in payload["issues"][0]
+    payload, code = start(accepted, n=1)
     assert code == 0
-    assert any("opt-round-2 is not a terminal round yet" in w for w in payload["warnings"])
+
+
+def test_start_round_refusal_names_the_active_round(accepted: Path) -> None:
+    start(accepted, n=1)
+    payload, code = start(accepted, n=1, reason="something else entirely")
+    assert code == 1
+    payload, code = start(accepted, n=2)
+    assert code == 1 and "(opt-round-1 is active)" in payload["issues"][0]
 
 
 # ----------------------------------------------------------------- set-current-round-state
