@@ -426,7 +426,8 @@ class WorkspaceSnapshot:
 
     @property
     def name(self) -> str:
-        return self.root.name
+        # Path(".").name is "": `helix status` run inside a workspace must still name it.
+        return self.root.name or self.root.absolute().name
 
     def children(self, parent: str) -> list[int]:
         """Round numbers whose parent is ``parent`` ("baseline" or "opt-round-M"), sorted."""

@@ -53,6 +53,15 @@ def test_text_block_matches_upstream(folder: Path, capsys: pytest.CaptureFixture
     assert "\033[" not in out  # no colour when stdout is not a terminal
 
 
+def test_run_inside_the_workspace_names_it(folder: Path, capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(folder / "gamma")
+    rc, out, _ = _run(capsys)
+    assert rc == 0 and out.splitlines()[0] == "[OK] gamma"
+    rc, out, _ = _run(capsys, "--json")
+    assert json.loads(out)["operators"][0]["name"] == "gamma"
+
+
 def test_text_for_a_folder_sorts_no_session_first(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = _run(capsys, str(folder))
     assert rc == 0
