@@ -96,6 +96,8 @@ def run_test(
         raise HelixError("give at most one reference: --ref-operator-file or --ref-result, not both")
     if accuracy_mode is not None and accuracy_mode not in ACCURACY_MODES:
         raise HelixError(f"unknown accuracy mode {accuracy_mode!r}; use npu-contract or dtype-close")
+    if mode == "differential" and not (ref_operator_file or ref_result):
+        _require_reference_for_round(op)
     delete_pt = _delete_after_compare(op)
     be = resolve_backend(backend)
     ws = layout.workspace_of(op)
@@ -157,6 +159,18 @@ def run_test(
         job_status=run.job.status, message=message,
         reference_archive=str(ref_archive) if ref_archive else None, text="\n".join(lines),
     )
+
+
+def _require_reference_for_round(op: Path) -> None:
+    """A round candidate's differential test without a reference compares nothing, yet would
+    exit 0; upstream's run-test-optimize requires exactly one reference, so refuse."""
+    name = round_name_of(op)
+    if name is None or not name.startswith(layout.ROUND_PREFIX):
+        return
+    stem = op.stem[len("opt_"):] if op.stem.startswith("opt_") else op.stem
+    ref = f"{layout.BASELINE_DIR}/{stem}.py"
+    raise HelixError(f"{name}/{op.name} is a round candidate: a differential test without a reference "
+                     f"would check nothing; add --ref-operator-file {ref} (or --ref-result <stem>_result.pt)")
 
 
 def _delete_after_compare(op: Path) -> bool:

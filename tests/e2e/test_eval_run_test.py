@@ -152,3 +152,15 @@ def test_round_candidate_archive_cleanup(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("HELIX_OPTIMIZE_DELETE_PT_FILES", "sometimes")
     with pytest.raises(HelixError, match="HELIX_OPTIMIZE_DELETE_PT_FILES='sometimes' is not valid"):
         run_test(cand, ref_operator_file=ref)
+
+
+def test_round_candidate_without_a_reference_is_refused(tmp_path: Path) -> None:
+    """A differential run of opt-round-N/opt_<op>.py with no reference compares nothing; it must
+    not exit 0 as if correctness passed (upstream run-test-optimize requires one reference)."""
+    ws = make_ws(tmp_path, "softmax", standalone=False)
+    cand = add_operator(ws, "softmax_slow", "opt-round-1/opt_softmax.py")
+    with pytest.raises(HelixError, match=r"add --ref-operator-file baseline/softmax\.py"):
+        run_test(cand, test_mode="differential")
+    with pytest.raises(HelixError, match="round candidate"):
+        run_test(cand, case_id="c2_4x64")
+    assert not (ws / ".helix" / "jobs").exists()  # refused before any job started
