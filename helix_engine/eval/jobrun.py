@@ -66,6 +66,51 @@ def bench_mode_for(backend: Any, mode: str | None) -> str:
     return backend.check_bench_mode(mode)
 
 
+def run_child_job(
+    ws: Path,
+    kind: str,
+    module: str,
+    request: dict[str, Any],
+    *,
+    backend: Any,
+    cwd: Path,
+    device_pool: list[str] | None = None,
+    round_name: str | None = None,
+    env: dict[str, str] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    timeout_s: float | None = None,
+    extra_argv: list[str] | None = None,
+    output_tail_chars: int = OUTPUT_TAIL_CHARS,
+) -> WorkerRun:
+    """Write ``request`` (+ backend, device_str, result_path), run ``python -m <module>
+    request.json`` as a job of ``ws`` and read back its result and output tail. Every child
+    (eval, profile, IR) starts here."""
+    from helix_engine.jobs.registry import job_dir
+    from helix_engine.jobs.runner import run_job
+
+    ws = Path(ws)
+    tmp = ws / layout.HELIX_DIR / "tmp" / f"{kind}-{os.getpid()}-{secrets.token_hex(4)}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    request = dict(request, backend=backend.name, device_str=backend.device_str,
+                   result_path=str(tmp / "result.json"))
+    request_path = tmp / "request.json"
+    argv = [os.environ.get("HELIX_PYTHON") or sys.executable, "-m", module, str(request_path), *(extra_argv or [])]
+    try:
+        atomic_write_json(request_path, request)
+        job = run_job(ws, kind, argv, round_name=round_name, cwd=cwd, env=env, timeout_s=timeout_s,
+                      device_pool=device_pool, backend=backend, on_event=on_event)
+        folder = job_dir(ws, job.id)
+        result = None
+        with contextlib.suppress(OSError, ValueError):
+            result = json.loads((tmp / "result.json").read_text(encoding="utf-8"))
+        output = ""
+        with contextlib.suppress(OSError):
+            output = (folder / "output.log").read_text(encoding="utf-8", errors="replace")[-output_tail_chars:]
+        return WorkerRun(job, result, output, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def run_worker(
     ws: Path,
     kind: str,
@@ -79,33 +124,12 @@ def run_worker(
     timeout_s: float | None = None,
 ) -> WorkerRun:
     """Run ``python -m helix_engine.eval.worker`` on ``request`` as a job of ``ws``."""
-    from helix_engine.jobs.registry import job_dir
-    from helix_engine.jobs.runner import run_job
-
-    ws = Path(ws)
-    tmp = ws / layout.HELIX_DIR / "tmp" / f"{kind}-{os.getpid()}-{secrets.token_hex(4)}"
-    tmp.mkdir(parents=True, exist_ok=True)
-    request = dict(request, backend=backend.name, device_str=backend.device_str,
-                   result_path=str(tmp / "result.json"))
-    request_path = tmp / "request.json"
-    atomic_write_json(request_path, request)
-    argv = [os.environ.get("HELIX_PYTHON") or sys.executable, "-m", "helix_engine.eval.worker", str(request_path)]
     # informational (the worker ignores them): lets `helix jobs` and the cockpit show what runs
-    argv += ["--operator", str(request.get("operator_file", "")), "--mode",
+    shown = ["--operator", str(request.get("operator_file", "")), "--mode",
              str(request.get("bench_mode") or request.get("test_mode") or request.get("action"))]
-    try:
-        job = run_job(ws, kind, argv, round_name=round_name, cwd=cwd, env=None, timeout_s=timeout_s,
-                      device_pool=device_pool, backend=backend, on_event=on_event)
-        folder = job_dir(ws, job.id)
-        result = None
-        with contextlib.suppress(OSError, ValueError):
-            result = json.loads((tmp / "result.json").read_text(encoding="utf-8"))
-        output = ""
-        with contextlib.suppress(OSError):
-            output = (folder / "output.log").read_text(encoding="utf-8", errors="replace")[-OUTPUT_TAIL_CHARS:]
-        return WorkerRun(job, result, output, folder)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    return run_child_job(ws, kind, "helix_engine.eval.worker", request, backend=backend, cwd=cwd,
+                         device_pool=device_pool, round_name=round_name, on_event=on_event,
+                         timeout_s=timeout_s, extra_argv=shown)
 
 
 def finished_records(run: WorkerRun) -> list[dict[str, Any]]:

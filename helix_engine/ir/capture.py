@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.errors import HelixError
-from helix_engine.profile.bench import profile_timeout, resolve_inputs, round_name_of, run_child_job
+from helix_engine.eval.jobrun import round_name_of, run_child_job
+from helix_engine.profile.bench import profile_timeout, resolve_inputs
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import atomic_write_json
 

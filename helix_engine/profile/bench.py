@@ -10,12 +10,7 @@ not helix. Time limit: ``HELIX_PROFILE_TIMEOUT_SECONDS`` (default 900, as upstre
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import secrets
-import shutil
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,74 +18,19 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.errors import HelixError
+from helix_engine.eval.jobrun import round_name_of, run_child_job
 from helix_engine.profile.report import ProfileReport
 from helix_engine.workspace import layout
-from helix_engine.workspace.files import atomic_write_json
 
 TIMEOUT_ENV = "HELIX_PROFILE_TIMEOUT_SECONDS"
 DEFAULT_TIMEOUT_S = 900.0
-OUTPUT_TAIL_CHARS = 4000
-
-
-@dataclass
-class JobResult:
-    """What a helix child job left: its JobInfo, the result JSON it wrote, the output tail."""
-
-    job: Any
-    result: dict[str, Any] | None
-    output: str
 
 
 def profile_timeout() -> float:
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise HelixError(f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds; set it like 900")
-    return value
+    from helix_engine.jobs.settings import env_seconds
 
-
-def run_child_job(ws: Path, kind: str, module: str, request: dict[str, Any], *, backend: Any, cwd: Path,
-                  round_name: str | None, timeout_s: float, env: dict[str, str] | None = None,
-                  on_event: Callable[[dict[str, Any]], None] | None = None,
-                  output_tail_chars: int = OUTPUT_TAIL_CHARS) -> JobResult:
-    """Write ``request`` (+ result_path), run ``python -m <module> request.json`` as a job, read back."""
-    from helix_engine.jobs.registry import job_dir
-    from helix_engine.jobs.runner import run_job
-
-    tmp = Path(ws) / layout.HELIX_DIR / "tmp" / f"{kind}-{os.getpid()}-{secrets.token_hex(4)}"
-    tmp.mkdir(parents=True, exist_ok=True)
-    try:
-        request = dict(request, backend=backend.name, device_str=backend.device_str,
-                       result_path=str(tmp / "result.json"))
-        atomic_write_json(tmp / "request.json", request)
-        argv = [os.environ.get("HELIX_PYTHON") or sys.executable, "-m", module, str(tmp / "request.json")]
-        job = run_job(Path(ws), kind, argv, round_name=round_name, cwd=cwd, env=env, timeout_s=timeout_s,
-                      device_pool=None, backend=backend, on_event=on_event)
-        result = None
-        try:
-            result = json.loads((tmp / "result.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            result = None
-        output = ""
-        try:
-            output = (job_dir(Path(ws), job.id) / "output.log").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            pass
-        return JobResult(job, result, output[-output_tail_chars:])
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def round_name_of(path: Path) -> str | None:
-    folder = Path(path).resolve().parent
-    if folder.name == layout.BASELINE_DIR:
-        return layout.BASELINE_DIR
-    return folder.name if layout.round_number(folder.name) is not None else None
+    from_env = env_seconds(TIMEOUT_ENV, example=900)
+    return from_env[0] if from_env else DEFAULT_TIMEOUT_S
 
 
 def resolve_inputs(operator_file: Path, bench_file: Path | None) -> tuple[Path, Path]:
