@@ -27,16 +27,25 @@ def resolve_timeout(timeout_s: float | None) -> tuple[float, str]:
         if not (timeout_s > 0 and math.isfinite(timeout_s)):
             raise HelixError(f"the timeout must be a positive number of seconds, not {timeout_s}")
         return float(timeout_s), f"set by the caller; {TIMEOUT_ENV} sets the default"
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
+    from_env = env_seconds(TIMEOUT_ENV, example=600)
+    if from_env is None:
         return DEFAULT_TIMEOUT_S, f"the {TIMEOUT_ENV} default, {DEFAULT_TIMEOUT_S:g} s"
+    return from_env
+
+
+def env_seconds(name: str, *, example: float) -> tuple[float, str] | None:
+    """A time limit from environment variable ``name`` and a phrase naming it; None when unset.
+    A value that is not a positive finite number is refused with a sentence saying how to set it."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
     if not (value > 0 and math.isfinite(value)):
-        raise HelixError(f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds; set it like 600")
-    return value, f"{TIMEOUT_ENV}={raw}"
+        raise HelixError(f"{name}={raw!r} is not a positive number of seconds; set it like {example:g}")
+    return value, f"{name}={raw}"
 
 
 def resolve_rss_limit(max_rss_mb: float | None) -> tuple[int | None, str]:
