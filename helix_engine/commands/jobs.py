@@ -20,6 +20,7 @@ from helix_engine.console import print_json
 from helix_engine.errors import HelixError
 
 WIDTH = 80
+ID_WIDTH = 36  # 80 minus the other columns of `jobs list`
 
 
 def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -183,10 +184,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     if not jobs:
         print(f"no jobs in {ws} yet (run-test, run-bench and profile runs appear here)")
         return 0
-    print(f"{'ID':<26} {'KIND':<8} {'STATUS':<9} {'DONE':>7} {'DEV':<4} {'START':<8} {'TIME':>6} RND")
+    # The id is what `jobs show/tail/cancel` take, so it is printed whole (it already names the
+    # kind: 20261130-093455-run-bench-59de); the other columns fit the rest of 80.
+    id_w = max(len("ID"), min(ID_WIDTH, max(len(j.id) for j in jobs)))
+    print(f"{'ID':<{id_w}} {'STATUS':<9} {'DONE':>7} {'DEV':<4} {'START':<8} {'TIME':>6} RND")
     for j in jobs:
         done = progress.get(j.id)
-        line = (f"{_cut(j.id, 26):<26} {_cut(j.kind, 8):<8} {j.status:<9} "
+        line = (f"{_cut(j.id, id_w):<{id_w}} {j.status:<9} "
                 f"{_cut(f'{done[0]}/{done[1]}' if done else '', 7):>7} {_cut(j.device or '-', 4):<4} "
                 f"{_clock(j.started_at or j.created_at):<8} {_duration(j):>6} {_short_round(j.round)}")
         print(_cut(line.rstrip(), WIDTH))

@@ -34,9 +34,16 @@ def test_list_shows_live_progress_of_a_running_job(tmp_path: Path, capsys: pytes
     _job(tmp_path, "20260101-000000-bench-done", created_at=1.0, round="baseline")
     assert main(["jobs", "-w", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["ID", "KIND", "STATUS", "DONE", "DEV", "START", "TIME", "RND"]
+    assert out[0].split() == ["ID", "STATUS", "DONE", "DEV", "START", "TIME", "RND"]
+    assert out[1].split()[0] == "20260101-000000-bench-live"  # whole, so it can be pasted into `jobs show`
     assert "running" in out[1] and "3/128" in out[1] and out[1].endswith("r12") and " 3 " in out[1]
     assert out[2].endswith("base")
+    assert all(len(line) <= 80 for line in out)
+    _job(tmp_path, "20260101-000001-probe-bench-0a1b", created_at=2.0, round="opt-round-123")
+    assert main(["jobs", "-w", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in out[1:]] == ["20260101-000000-bench-live",
+                                                       "20260101-000001-probe-bench-0a1b", "20260101-000000-bench-done"]
     assert all(len(line) <= 80 for line in out)
     assert main(["jobs", "list", "--json", "-w", str(tmp_path)]) == 0
     data = json.loads(capsys.readouterr().out)
