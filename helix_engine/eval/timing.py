@@ -222,7 +222,7 @@ def time_torch_npu_profiler(fn: Callable[[], Any], warmup: int, repeats: int, sy
                             kernel_names: list[str], case_id: str) -> CaseTiming:
     """torch_npu.profiler with the upstream settings; metrics from kernel_details.csv, falling
     back to op_statistic*.csv when kernel details are missing or total 0."""
-    import torch_npu  # type: ignore[import-not-found]
+    from helix_engine.eval.backends.npu import upstream_profiler
 
     base = os.environ.get("HELIX_BENCH_OUTPUT_DIR")
     if base:
@@ -233,18 +233,9 @@ def time_torch_npu_profiler(fn: Callable[[], Any], warmup: int, repeats: int, sy
         out = Path(tempfile.mkdtemp(prefix="helix-bench-"))
         cleanup = True
     try:
-        prof_mod = torch_npu.profiler
-        experimental = prof_mod._ExperimentalConfig(  # noqa: SLF001 - upstream uses it
-            profiler_level=prof_mod.ProfilerLevel.Level1, l2_cache=False, data_simplification=False)
         fn()
         sync()
-        with prof_mod.profile(
-            activities=[prof_mod.ProfilerActivity.NPU, prof_mod.ProfilerActivity.CPU],
-            schedule=prof_mod.schedule(wait=0, warmup=warmup, active=repeats, repeat=1, skip_first=1),
-            on_trace_ready=prof_mod.tensorboard_trace_handler(str(out)),
-            record_shapes=False, profile_memory=False, with_stack=False, with_modules=False,
-            with_flops=False, experimental_config=experimental,
-        ) as prof:
+        with upstream_profiler(out, warmup, repeats) as prof:
             for _ in range(1 + warmup + repeats):
                 fn()
                 sync()

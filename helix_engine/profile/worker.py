@@ -69,18 +69,9 @@ def profile_torch(backend: Any, fn: Any, warmup: int, repeats: int, run_dir: Pat
 
 def profile_npu(backend: Any, fn: Any, warmup: int, repeats: int, run_dir: Path, events: Any) -> None:
     """torch_npu.profiler as upstream (spec §A "Profiler setup"); aic_metrics left at default."""
-    import torch_npu
+    from helix_engine.eval.backends.npu import upstream_profiler
 
-    npu_prof = torch_npu.profiler
-    config = npu_prof._ExperimentalConfig(  # noqa: SLF001 - torch_npu's public-by-convention config
-        profiler_level=npu_prof.ProfilerLevel.Level1, l2_cache=False, data_simplification=False)
-    with npu_prof.profile(
-        activities=[npu_prof.ProfilerActivity.NPU, npu_prof.ProfilerActivity.CPU],
-        schedule=npu_prof.schedule(wait=0, warmup=warmup, active=repeats, repeat=1, skip_first=1),
-        on_trace_ready=npu_prof.tensorboard_trace_handler(str(run_dir)),
-        record_shapes=False, profile_memory=False, with_stack=False, with_flops=False, with_modules=False,
-        experimental_config=config,
-    ) as prof:
+    with upstream_profiler(run_dir, warmup, repeats) as prof:
         _steps(fn, prof, backend.synchronize, 1 + warmup + repeats, events)
 
 

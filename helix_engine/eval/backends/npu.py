@@ -7,6 +7,7 @@ autoload off to avoid a torch_npu initialisation race; ``import_torch`` does the
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from helix_engine.eval.backends.base import Backend
@@ -43,3 +44,22 @@ class NpuBackend(Backend):
     def event_pair(self) -> tuple[Any, Any]:
         torch = self.import_torch()
         return torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
+
+
+def upstream_profiler(out_dir: Path, warmup: int, repeats: int) -> Any:
+    """torch_npu.profiler exactly as upstream run-bench and profile-bench configure it: NPU+CPU
+    activity, Level1, l2_cache and data_simplification off, schedule skip_first 1 / wait 0 /
+    warmup W / active R, tensorboard_trace_handler writing ``ASCEND_PROFILER_OUTPUT/`` under
+    ``out_dir``. The caller steps it 1 + W + R times. Used by bench timing and profile jobs."""
+    import torch_npu  # type: ignore[import-not-found]
+
+    prof = torch_npu.profiler
+    config = prof._ExperimentalConfig(  # noqa: SLF001 - upstream uses it
+        profiler_level=prof.ProfilerLevel.Level1, l2_cache=False, data_simplification=False)
+    return prof.profile(
+        activities=[prof.ProfilerActivity.NPU, prof.ProfilerActivity.CPU],
+        schedule=prof.schedule(wait=0, warmup=warmup, active=repeats, repeat=1, skip_first=1),
+        on_trace_ready=prof.tensorboard_trace_handler(str(out_dir)),
+        record_shapes=False, profile_memory=False, with_stack=False, with_modules=False, with_flops=False,
+        experimental_config=config,
+    )
