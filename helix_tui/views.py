@@ -155,17 +155,22 @@ def round_dir(snap: WorkspaceSnapshot, key: str) -> Path:
     return snap.root / (key if n is not None else BASELINE)
 
 
-def profile_dir(snap: WorkspaceSnapshot, key: str) -> Path | None:
-    """The round's declared profile_dir, else ``profile/`` when it exists."""
+def _declared_dir(snap: WorkspaceSnapshot, key: str, field: str, default: str) -> Path | None:
+    """The folder a round's state declares in ``field``, else ``default``, when it exists."""
     n = key_round(key)
     folder = round_dir(snap, key)
     declared = None
     if n is not None and n in snap.rounds and snap.rounds[n].state is not None:
-        declared = snap.rounds[n].state.profile_dir
-    for cand in ([folder / declared] if declared else []) + [folder / "profile"]:
+        declared = getattr(snap.rounds[n].state, field)
+    for cand in ([folder / declared] if declared else []) + [folder / default]:
         if cand.is_dir():
             return cand
     return None
+
+
+def profile_dir(snap: WorkspaceSnapshot, key: str) -> Path | None:
+    """The round's declared profile_dir, else ``profile/`` when it exists."""
+    return _declared_dir(snap, key, "profile_dir", "profile")
 
 
 def hotspots_text(snap: WorkspaceSnapshot, key: str) -> str:
@@ -184,15 +189,8 @@ def hotspots_text(snap: WorkspaceSnapshot, key: str) -> str:
 
 
 def ir_dir(snap: WorkspaceSnapshot, key: str) -> Path | None:
-    n = key_round(key)
-    folder = round_dir(snap, key)
-    declared = None
-    if n is not None and n in snap.rounds and snap.rounds[n].state is not None:
-        declared = snap.rounds[n].state.ir_dir
-    for cand in ([folder / declared] if declared else []) + [folder / "ir"]:
-        if cand.is_dir():
-            return cand
-    return None
+    """The round's declared ir_dir, else ``ir/`` when it exists."""
+    return _declared_dir(snap, key, "ir_dir", "ir")
 
 
 def ir_text(snap: WorkspaceSnapshot, key: str, stage: str | None) -> tuple[list[str], str]:

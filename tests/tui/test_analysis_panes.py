@@ -45,3 +45,26 @@ async def test_ir_pane_lists_stages_and_diffs_against_the_parent(ws: Path) -> No
         options.focus()
         options.highlighted = [str(options.get_option_at_index(i).prompt) for i in range(4)].index("2_hivm-inject-sync.mlir")
         assert await wait_for(pilot, lambda: "+// helix-test: one more line" in text.plain)
+
+
+def test_declared_profile_and_ir_dirs_win_over_the_default_folders(ws: Path) -> None:
+    import json
+
+    from helix_engine.workspace.snapshot import load_workspace
+    from helix_tui import views
+
+    state_file = ws / "opt-round-1" / "round-state.json"
+    state = json.loads(state_file.read_text())
+    state.update(profile_dir="prof-x", ir_dir="ir-x")
+    state_file.write_text(json.dumps(state))
+    for name in ("profile", "ir"):
+        (ws / "opt-round-1" / name).mkdir()
+    snap = load_workspace(ws)
+    # declared folders missing: the default ones
+    assert views.profile_dir(snap, "opt-round-1") == ws / "opt-round-1" / "profile"
+    assert views.ir_dir(snap, "opt-round-1") == ws / "opt-round-1" / "ir"
+    for name in ("prof-x", "ir-x"):
+        (ws / "opt-round-1" / name).mkdir()
+    assert views.profile_dir(snap, "opt-round-1") == ws / "opt-round-1" / "prof-x"
+    assert views.ir_dir(snap, "opt-round-1") == ws / "opt-round-1" / "ir-x"
+    assert views.ir_dir(snap, "opt-round-2") is None  # nothing declared, no ir/
