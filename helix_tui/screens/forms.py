@@ -127,7 +127,10 @@ class EngineForm(ModalScreen[None]):
 
     def show_answer(self, payload: dict[str, Any], code: int, error: str | None = None) -> None:
         self.last_answer = (payload, code, error)
-        self.query_one("#answer", Static).update(answer_text(payload, code, error))
+        answer = self.query_one("#answer", Static)
+        answer.update(answer_text(payload, code, error))
+        # At 80x24 the answer is below the fold: bring it into view once it has its new height.
+        self.call_after_refresh(answer.scroll_visible, animate=False)
 
 
 def _value(select: Select) -> str | None:

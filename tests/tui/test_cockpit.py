@@ -116,6 +116,27 @@ async def test_start_round_shows_the_engine_refusal(active_ws: Path) -> None:
         assert json.loads((active_ws / ".helix" / "state.json").read_text())["current_round"] == 3
 
 
+async def test_form_answer_is_scrolled_into_view_at_80x24(ws: Path) -> None:
+    """At 80x24 the answer sits below the buttons, off screen: ctrl+s must not look like a no-op."""
+    from textual.containers import VerticalScroll
+
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("n")
+        assert isinstance(app.screen, StartRoundScreen)
+        await pilot.press("ctrl+s")  # no reason: the engine's refusal is the answer
+        answer = app.screen.query_one("#answer", Static)
+        assert await wait_for(pilot, lambda: shown(answer).startswith("error"))
+        scroll = app.screen.query_one(VerticalScroll)
+
+        def answer_on_screen() -> bool:
+            top = answer.virtual_region.y
+            return scroll.scroll_y <= top < scroll.scroll_y + scroll.scrollable_content_region.height
+
+        assert await wait_for(pilot, answer_on_screen)
+
+
 def _write_job(ws: Path, job_id: str, kind: str, round_name: str, status: str) -> None:
     from helix_engine.jobs.registry import JobInfo, job_dir, write_job
 
