@@ -16,10 +16,10 @@ from typing import Any
 from helix_engine import __version__
 from helix_engine.errors import HelixError
 from helix_engine.eval.jobrun import (
-    WorkerRun, bench_mode_for, check_file, finished_records, resolve_backend, round_name_of,
-    round_timing, run_worker,
+    WorkerRun, bench_mode_for, check_file, finished_records, resolve_backend, resolve_bench_inputs,
+    round_name_of, round_timing, run_worker,
 )
-from helix_engine.eval.loader import find_bench_file, read_metadata, resolve_kernels
+from helix_engine.eval.loader import read_metadata, resolve_kernels
 from helix_engine.workspace import layout
 
 METRIC_SOURCES: tuple[str, ...] = ("auto", "kernel", "total-op", "all")
@@ -198,8 +198,7 @@ def run_bench(
     """Benchmark ``operator_file`` (and the baseline first when it has no perf file yet)."""
     if metric_source not in METRIC_SOURCES:
         raise HelixError(f"unknown metric source {metric_source!r}; use one of {', '.join(METRIC_SOURCES)}")
-    op = check_file(operator_file, "operator file", "--operator-file")
-    bench = check_file(bench_file, "bench file", "--bench-file") if bench_file else find_bench_file(op)
+    op, bench = resolve_bench_inputs(operator_file, bench_file)
     be = resolve_backend(backend)
     mode = bench_mode_for(be, bench_mode)
     ws = layout.workspace_of(op)

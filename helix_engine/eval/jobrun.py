@@ -191,3 +191,13 @@ def check_file(path: Path | str | None, what: str, flag: str) -> Path:
     if not p.is_file():
         raise HelixError(f"{what} {p} does not exist; check {flag}")
     return p.resolve()
+
+
+def resolve_bench_inputs(operator_file: Path | str | None, bench_file: Path | str | None) -> tuple[Path, Path]:
+    """The operator file and its bench harness (given, else found beside it / in the workspace),
+    both checked to exist. run-bench, probe-bench's candidate, profile-bench and ir capture."""
+    from helix_engine.eval.discovery import find_bench_file
+
+    op = check_file(operator_file, "operator file", "--operator-file")
+    bench = check_file(bench_file, "bench file", "--bench-file") if bench_file else find_bench_file(op)
+    return op, bench

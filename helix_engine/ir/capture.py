@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.errors import HelixError
-from helix_engine.eval.jobrun import round_name_of, run_child_job
-from helix_engine.profile.bench import profile_timeout, resolve_inputs
+from helix_engine.eval.jobrun import resolve_bench_inputs, round_name_of, run_child_job
+from helix_engine.profile.bench import profile_timeout
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import atomic_write_json
 
@@ -116,7 +116,7 @@ def capture_ir(ir_dir: Path, operator_file: Path, bench_file: Path | None = None
     from helix_engine.eval.backends import select_backend
 
     ir_dir = _check_new_dir(ir_dir)
-    operator_file, bench_file = resolve_inputs(operator_file, bench_file)
+    operator_file, bench_file = resolve_bench_inputs(operator_file, bench_file)
     be = select_backend(backend)
     ws = layout.workspace_of(operator_file)
     common = {"operator_file": str(operator_file), "bench_file": str(bench_file), "case_id": case_id,

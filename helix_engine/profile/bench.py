@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.errors import HelixError
-from helix_engine.eval.jobrun import round_name_of, run_child_job
+from helix_engine.eval.jobrun import resolve_bench_inputs, round_name_of, run_child_job
 from helix_engine.profile.report import ProfileReport
 from helix_engine.workspace import layout
 
@@ -31,20 +31,6 @@ def profile_timeout() -> float:
 
     from_env = env_seconds(TIMEOUT_ENV, example=900)
     return from_env[0] if from_env else DEFAULT_TIMEOUT_S
-
-
-def resolve_inputs(operator_file: Path, bench_file: Path | None) -> tuple[Path, Path]:
-    operator_file = Path(operator_file).resolve()
-    if not operator_file.is_file():
-        raise HelixError(f"operator file {operator_file} does not exist; pass --operator-file <op>.py.")
-    if bench_file is None:
-        from helix_engine.eval.loader import find_bench_file
-
-        bench_file = find_bench_file(operator_file)
-    bench_file = Path(bench_file).resolve()
-    if not bench_file.is_file():
-        raise HelixError(f"bench file {bench_file} does not exist; pass --bench-file bench_<op>.py.")
-    return operator_file, bench_file
 
 
 @dataclass
@@ -71,7 +57,7 @@ def profile_bench(operator_file: Path, case_id: str, bench_file: Path | None = N
 
     if not case_id or not str(case_id).strip():
         raise HelixError("--case-id is required (even with one case); `helix run-bench` lists the case ids.")
-    operator_file, bench_file = resolve_inputs(operator_file, bench_file)
+    operator_file, bench_file = resolve_bench_inputs(operator_file, bench_file)
     be = select_backend(backend)
     out = Path(out_dir).resolve() if out_dir else operator_file.parent / "profile"
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(case_id))[:80]
