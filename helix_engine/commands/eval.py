@@ -105,17 +105,22 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_prepare_baseline)
 
 
+def _report(args: argparse.Namespace, outcome: Any) -> int:
+    """Print an eval outcome (``--json``: its JSON, else its text) and return its exit code."""
+    if args.json:
+        print_json(outcome.to_json())
+    else:
+        print(outcome.text)
+    return int(outcome.exit_code)
+
+
 def cmd_run_test(args: argparse.Namespace) -> int:
     from helix_engine.eval.test import run_test
 
     outcome = run_test(args.operator_file, args.test_file, args.test_mode, args.ref_operator_file,
                        args.ref_result, args.accuracy_mode, args.case_id, args.backend, args.verbose,
                        on_event=_progress(args))
-    if args.json:
-        print_json(outcome.to_json())
-    else:
-        print(outcome.text)
-    return outcome.exit_code
+    return _report(args, outcome)
 
 
 def cmd_run_bench(args: argparse.Namespace) -> int:
@@ -124,11 +129,7 @@ def cmd_run_bench(args: argparse.Namespace) -> int:
     outcome = run_bench(args.operator_file, args.bench_file, args.bench_mode, args.output, args.backend,
                         _devices(args.devices), args.baseline_operator_file, args.metric_source,
                         args.skip_latency_errors, on_event=_progress(args))
-    if args.json:
-        print_json(outcome.to_json())
-    else:
-        print(outcome.text)
-    return outcome.exit_code
+    return _report(args, outcome)
 
 
 def cmd_probe_bench(args: argparse.Namespace) -> int:
@@ -138,11 +139,7 @@ def cmd_probe_bench(args: argparse.Namespace) -> int:
                           bench_mode=args.bench_mode, metric_source=args.metric_source, backend=args.backend,
                           devices=_devices(args.devices), adaptive=args.adaptive, budget_s=args.budget_s,
                           verbose=args.verbose, on_event=_progress(args))
-    if args.json:
-        print_json(outcome.to_json())
-    else:
-        print(outcome.text)
-    return outcome.exit_code
+    return _report(args, outcome)
 
 
 def cmd_prepare_baseline(args: argparse.Namespace) -> int:
