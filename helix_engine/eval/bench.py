@@ -182,6 +182,27 @@ def compare_files(baseline: Path, candidate: Path, metric_source: str, skip: boo
     return compare.format_comparisons(comps), rc, [compare.comparison_to_json(x) for x in comps]
 
 
+def _refuse_overwriting_a_submitted_round(op: Path) -> None:
+    """A passed round's perf file is its canonical record (the ledger and status read it);
+    a re-run would silently change a submitted result, so it must go to another file."""
+    from helix_engine.state import workflow
+
+    n = layout.round_number(op.parent.name)
+    perf = layout.perf_path_for(op)
+    if n is None or not perf.is_file():
+        return
+    try:
+        state = workflow.load_workflow(workflow.state_path(op.parent.parent))
+    except (OSError, ValueError):
+        return  # no readable workflow state: nothing says the round was submitted
+    entry = state.rounds.get(str(n))
+    if entry is None or entry.status != "passed":
+        return
+    raise HelixError(f"{op.parent.name} was submitted, and {perf.name} is its canonical perf record; "
+                     f"re-measure into another file with --output (e.g. --output /tmp/{perf.name}), "
+                     "or start a new round for a new measurement")
+
+
 def run_bench(
     operator_file: Path | str,
     bench_file: Path | str | None = None,
@@ -199,6 +220,8 @@ def run_bench(
     if metric_source not in METRIC_SOURCES:
         raise HelixError(f"unknown metric source {metric_source!r}; use one of {', '.join(METRIC_SOURCES)}")
     op, bench = resolve_bench_inputs(operator_file, bench_file)
+    if output is None:
+        _refuse_overwriting_a_submitted_round(op)
     be = resolve_backend(backend)
     mode = bench_mode_for(be, bench_mode)
     ws = layout.workspace_of(op)

@@ -167,3 +167,22 @@ def test_msprof_run_one_target(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "helix_engine.eval.worker", str(req), "--run-one", "nope"],
                          capture_output=True, text=True, env=env, timeout=120, check=False)
     assert bad.returncode == 2 and "no bench case 'nope'" in bad.stderr
+
+
+def test_bench_refuses_to_overwrite_a_submitted_rounds_perf_file(tmp_path: Path) -> None:
+    """A passed round's perf file is what the ledger and status measured; re-benching it in
+    place (the cockpit's b on a submitted round did) silently changed a submitted result."""
+    from tests.builders import workflow_state, write_workflow_state
+
+    ws = make_ws(tmp_path, "softmax")
+    cand = add_operator(ws, "softmax", "opt-round-1/opt_softmax.py")
+    perf = ws / "opt-round-1" / "opt_softmax_perf.txt"
+    perf.write_text('{"case_label": "kept"}\n')
+    write_workflow_state(ws, workflow_state(rounds={1: "passed"}))
+    with pytest.raises(HelixError, match=r"opt-round-1 was submitted.*--output"):
+        run_bench(cand)
+    assert perf.read_text() == '{"case_label": "kept"}\n'
+    assert not (ws / ".helix" / "jobs").exists()  # refused before any job started
+    write_workflow_state(ws, workflow_state(phase="round_active", current_round=1, rounds={1: "active"}))
+    out = run_bench(cand)  # the active round may be benched (its first canonical run)
+    assert out.exit_code == 0 and perf.read_text() != '{"case_label": "kept"}\n'
