@@ -115,11 +115,14 @@ def _first_case(snap: WorkspaceSnapshot, key: str) -> str | None:
     return records[0].case_label if records else None
 
 
+SPAWN_REFUSAL_WAIT_S = 2.0  # a refused command (bad flags, a submitted round) exits well within this
+
+
 def spawn_call(workspace: Path, argv: list[str]) -> EngineCall:
     def call() -> tuple[dict[str, Any], int]:
         from helix_engine.jobs.launch import spawn_cli
 
-        pid = spawn_cli(workspace, argv)
+        pid = spawn_cli(workspace, argv, refusal_wait_s=SPAWN_REFUSAL_WAIT_S)
         return {"status": "started", "pid": pid, "argv": argv}, 0
 
     return call

@@ -20,8 +20,11 @@ from helix_engine.jobs.registry import jobs_root
 _REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
 
-def spawn_cli(ws: Path, argv: list[str]) -> int:
-    """Run ``python -m helix_engine *argv`` detached in ``ws``; return its pid."""
+def spawn_cli(ws: Path, argv: list[str], *, refusal_wait_s: float = 0.0) -> int:
+    """Run ``python -m helix_engine *argv`` detached in ``ws``; return its pid.
+
+    With ``refusal_wait_s``, wait that long for an immediate refusal (a HelixError exits 1
+    before any job exists, so nothing would show it): raise it as a HelixError instead."""
     ws = Path(ws)
     root = jobs_root(ws)
     root.mkdir(parents=True, exist_ok=True)
@@ -43,6 +46,23 @@ def spawn_cli(ws: Path, argv: list[str]) -> int:
             )
     except OSError as exc:
         raise HelixError(f"could not start helix ({exc.strerror or exc}); check HELIX_PYTHON") from None
+    if refusal_wait_s > 0:
+        try:
+            code = proc.wait(timeout=refusal_wait_s)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code:
+            raise HelixError(f"`helix {argv[0] if argv else ''}` refused: {_refusal(log_path)}")
     # Reap it when it ends so it never lingers as a zombie of a long-lived cockpit.
     threading.Thread(target=proc.wait, daemon=True, name=f"helix-reap-{proc.pid}").start()
     return proc.pid
+
+
+def _refusal(log_path: Path) -> str:
+    """The CLI's ``error: …`` sentence from the spawn log (else its last line)."""
+    try:
+        lines = [ln.strip() for ln in log_path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return f"it exited at once; see {log_path}"
+    errors = [ln[len("error:"):].strip() for ln in lines if ln.startswith("error:")]
+    return errors[-1] if errors else (lines[-1][:300] if lines else f"it exited at once; see {log_path}")

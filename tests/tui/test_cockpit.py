@@ -212,6 +212,25 @@ async def test_set_round_state_form(active_ws: Path) -> None:
         assert entry["strategy_state"]["updated_by"] == "set-current-round-state"
 
 
+async def test_a_refused_job_key_is_shown_not_swallowed(active_ws: Path) -> None:
+    """b on a submitted round: the spawned CLI refuses at once (no job is made), and the cockpit
+    must say why instead of "started … see the Jobs pane" with nothing there."""
+    perf = active_ws / "opt-round-2" / "opt_add_perf.txt"
+    before = perf.read_text()
+    app = HelixApp(active_ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, "opt-round-2")
+        await pilot.press("b")
+
+        def said() -> str:
+            return " ".join(str(n.message) for n in app._notifications)
+
+        assert await wait_for(pilot, lambda: "refused" in said())
+        assert "opt-round-2 was submitted" in said() and "started" not in said()
+    assert perf.read_text() == before
+
+
 def _recorder(tmp_path: Path, name: str) -> tuple[Path, Path]:
     """An executable that writes its arguments to a file (stands in for python / $EDITOR)."""
     out = tmp_path / f"{name}.args"
