@@ -26,6 +26,7 @@ STATUS_STYLE = {
     "cancelled": "yellow",
     "lost": "magenta",
 }
+ACTIVE = ("queued", "running")
 
 
 class JobsPane(Vertical):
@@ -47,6 +48,7 @@ class JobsPane(Vertical):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.selected: str | None = None
+        self._known: set[str] | None = None  # job ids seen by the last show (None: never shown)
         self._log_job: str | None = None
         self._log_count = 0
         self.baseline_us: dict[str, float] = {}
@@ -71,6 +73,13 @@ class JobsPane(Vertical):
         ids = [live.id for live in rows]
         if self.selected not in ids:
             self.selected = ids[0] if ids else None
+        # Follow a job that appears while the shown one is finished (an agent's run-bench from
+        # another shell): its per-case table is what the watcher wants; a running pick stays.
+        fresh = [i for i in ids if self._known is not None and i not in self._known]
+        shown = tracker.jobs.get(self.selected) if self.selected else None
+        if fresh and (shown is None or shown.status not in ACTIVE):
+            self.selected = fresh[0]
+        self._known = set(ids)
         table.clear()
         for live in rows:
             table.add_row(

@@ -177,3 +177,23 @@ async def test_the_whole_workspace_vanishing_is_a_message(ws: Path) -> None:
         await pilot.press("r")  # refresh on a missing folder: still a message, not a crash
         await pilot.pause(0.3)
         assert app.is_running and "problem" in str(header.render())
+
+
+async def test_a_new_job_takes_the_detail_when_the_shown_one_is_finished(ws: Path) -> None:
+    """An agent's run-bench starts while the Jobs pane shows a finished job: the per-case table
+    must follow the new job (it stayed on the old one until the row was picked by hand)."""
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        _start_job(ws, [sys.executable, "-c", "print('first')"], kind="run-test").join(30)
+        jobs = app.main.query_one("#jobs")
+        assert await wait_for(pilot, lambda: jobs.selected and app.tracker.jobs[jobs.selected].status == "passed")
+        first = jobs.selected
+        gate = ws / "gate"
+        thread = _start_job(ws, [sys.executable, "-c", CHILD, str(gate)])
+        assert await wait_for(pilot, lambda: jobs.selected not in (None, first))
+        cases = jobs.query_one("#job-cases", DataTable)
+        assert await wait_for(pilot, lambda: cases.row_count >= 1 and rows(cases)[0][0] == "fp16_1024")
+        gate.write_text("go")
+        thread.join(30)
