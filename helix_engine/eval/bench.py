@@ -82,15 +82,17 @@ def collect_records(
     op: Path, bench: Path, mode: str, be: Any, ws: Path, *, devices: list[str] | None = None,
     case_ids: list[str] | None = None, caps: dict[str, int | None] | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None, timeout_s: float | None = None,
+    kind: str = "run-bench",
 ) -> BenchRun:
-    """Run the bench job(s) and return one record per case in declared order."""
+    """Run the bench job(s) and return one record per case in declared order. ``kind`` names
+    the jobs (a probe's jobs say probe-bench, so nobody reads them as canonical runs)."""
     names, source = resolve_kernels(op, read_metadata(bench))
     base = {"action": "bench", "operator_file": str(op), "bench_file": str(bench), "bench_mode": mode,
             **(caps or {})}
     round_name = round_name_of(op)
     if devices and len(devices) > 1:
         return _collect_parallel(op, bench, mode, be, ws, devices, base, names, source, case_ids,
-                                 on_event, timeout_s, round_name)
+                                 on_event, timeout_s, round_name, kind)
     records: dict[str, dict[str, Any]] = {}
     order: list[str] | None = None
     job_ids: list[str] = []
@@ -98,7 +100,7 @@ def collect_records(
     skip: list[str] = []
     for _attempt in range(256):
         request = dict(base, case_ids=case_ids, skip_case_ids=skip)
-        run = run_worker(ws, "run-bench", request, backend=be, cwd=bench.parent, device_pool=devices,
+        run = run_worker(ws, kind, request, backend=be, cwd=bench.parent, device_pool=devices,
                          round_name=round_name, on_event=on_event, timeout_s=timeout_s)
         job_ids.append(run.job.id)
         outputs.append(run.output)
@@ -131,7 +133,7 @@ def collect_records(
 def _collect_parallel(op: Path, bench: Path, mode: str, be: Any, ws: Path, devices: list[str],
                       base: dict[str, Any], names: list[str], source: str, case_ids: list[str] | None,
                       on_event: Callable[[dict[str, Any]], None] | None, timeout_s: float | None,
-                      round_name: str | None) -> BenchRun:
+                      round_name: str | None, kind: str = "run-bench") -> BenchRun:
     """One job per case over the device pool (each job leases one free device)."""
     plan_run = run_worker(ws, "bench-plan", dict(base, action="plan"), backend=be, cwd=bench.parent,
                           round_name=round_name, timeout_s=timeout_s)
@@ -140,7 +142,7 @@ def _collect_parallel(op: Path, bench: Path, mode: str, be: Any, ws: Path, devic
     ids = [c for c in plan_run.result["case_ids"] if not case_ids or c in case_ids]
 
     def one(cid: str) -> tuple[dict[str, Any], WorkerRun]:
-        run = run_worker(ws, "run-bench", dict(base, case_ids=[cid]), backend=be, cwd=bench.parent,
+        run = run_worker(ws, kind, dict(base, case_ids=[cid]), backend=be, cwd=bench.parent,
                          device_pool=devices, round_name=round_name, on_event=on_event, timeout_s=timeout_s)
         recs = (run.result or {}).get("records") or finished_records(run)
         rec = recs[0] if recs else _error_record(cid, names, source, mode, be.name, run.failure_text())

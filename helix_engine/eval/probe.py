@@ -237,12 +237,13 @@ def probe_bench(
         out.cache, out.cache_miss_reason = ("miss", reason) if reason else ("hit", None)
         if reason:
             base_run = collect_records(base_op, bench, mode, be, layout.workspace_of(base_op), devices=devices,
-                                       caps=caps, on_event=on_event)
+                                       caps=caps, on_event=on_event, kind="probe-bench")
             if base_run.fatal:
                 return _fail(out, f"the baseline probe did not run: {base_run.fatal}", verbose)
             write_records(perf_path, base_run.records)
             atomic_write_json(meta_path, {"key": key, "created_at": time.time()})
-    run = collect_records(op, bench, mode, be, ws, devices=devices, caps=caps, on_event=on_event)
+    run = collect_records(op, bench, mode, be, ws, devices=devices, caps=caps, on_event=on_event,
+                          kind="probe-bench")
     if run.fatal:
         return _fail(out, f"the candidate probe did not run: {run.fatal}", verbose)
     cand_path = helix / f"candidate_probe_perf.{os.getpid()}.{secrets.token_hex(3)}.txt"

@@ -51,7 +51,9 @@ def test_probe_lines_cache_and_candidate_copy(tmp_path: Path) -> None:
     third = probe_bench(ws / "softmax.py", slow, verbose=True)
     assert "Cache miss reason: key changed: baseline_operator_sha256" in third.text.splitlines()
     assert not (ws / ".helix" / "baseline_probe_perf.lock").exists()
-    assert len(assert_jobs_settled(ws)) == 5
+    jobs = assert_jobs_settled(ws)
+    assert len(jobs) == 5
+    assert {j.kind for j in jobs} == {"probe-bench"}  # never listed as a canonical run-bench
 
 
 def test_probe_failure_is_a_fail_line(tmp_path: Path) -> None:
