@@ -104,13 +104,21 @@ def best_geomean(snap: WorkspaceSnapshot) -> float | None:
 
 
 def all_problems(snap: WorkspaceSnapshot) -> list[tuple[str, Problem]]:
-    """Every problem in the snapshot with the place it belongs to (workspace, baseline, round)."""
-    out: list[tuple[str, Problem]] = [("workspace", p) for p in snap.problems]
+    """Every problem in the snapshot, once, with the place it belongs to (workspace, baseline,
+    round). The workspace list repeats the baseline's and rounds' problems: those are shown
+    under their baseline or round only."""
+    placed: list[tuple[str, Problem]] = []
     if snap.baseline is not None:
-        out.extend(("baseline", p) for p in snap.baseline.problems)
+        placed.extend(("baseline", p) for p in snap.baseline.problems)
     for n in sorted(snap.rounds):
-        out.extend((f"opt-round-{n}", p) for p in snap.rounds[n].problems)
-    return out
+        placed.extend((f"opt-round-{n}", p) for p in snap.rounds[n].problems)
+    seen = {p for _, p in placed}
+    out: list[tuple[str, Problem]] = []
+    for where, p in [("workspace", p) for p in snap.problems] + placed:
+        if where == "workspace" and p in seen:
+            continue
+        out.append((where, p))
+    return list(dict.fromkeys(out))
 
 
 def progress_bar(done: int, total: int, width: int = 10) -> str:

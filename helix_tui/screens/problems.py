@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -19,6 +20,7 @@ class ProblemsScreen(ModalScreen[None]):
     ProblemsScreen { align: center middle; }
     ProblemsScreen > Vertical { width: 95%; height: 90%; border: round $error; background: $surface; }
     ProblemsScreen DataTable { height: 1fr; }
+    ProblemsScreen #problem-detail { height: auto; max-height: 6; padding: 0 1; border-top: solid $error; }
     """
 
     def __init__(self, snapshot: WorkspaceSnapshot) -> None:
@@ -30,10 +32,23 @@ class ProblemsScreen(ModalScreen[None]):
         with Vertical():
             yield Static(f"{len(found)} problem(s) in {self.snapshot.name}  (esc closes)", id="problems-title")
             yield DataTable(id="problems-table", cursor_type="row", zebra_stripes=True)
+            # the table cuts the sentence at 80 columns: the highlighted problem, whole and wrapped
+            yield Static("", id="problem-detail")
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
         table.add_columns("where", "severity", "file", "line", "problem")
-        for where, problem in all_problems(self.snapshot):
+        self.found = all_problems(self.snapshot)
+        for where, problem in self.found:
             table.add_row(where, problem.severity, problem.file, str(problem.line or ""), problem.message)
         table.focus()
+        if self.found:
+            self._detail(0)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail(event.cursor_row)
+
+    def _detail(self, row: int) -> None:
+        if 0 <= row < len(self.found):
+            where, problem = self.found[row]
+            self.query_one("#problem-detail", Static).update(Text(f"{where} · {problem.severity} · {problem}"))

@@ -301,6 +301,25 @@ async def test_help_problems_and_refresh(ws: Path) -> None:
         assert await wait_for(pilot, lambda: "!" not in str(app.main.query_one("#tree").nodes_by_key["opt-round-1"].label))
 
 
+async def test_problems_screen_lists_each_problem_once_and_shows_it_whole(ws: Path) -> None:
+    """A round's problem is also in the workspace list: it was shown twice (and counted twice in
+    the header), and at 80 columns the problem sentence itself was cut off."""
+    (ws / "opt-round-1" / "round-state.json").write_text("{not json")
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("exclamation_mark")
+        assert isinstance(app.screen, ProblemsScreen)
+        rows = table_rows(app.screen.query_one(DataTable))
+        keys = [(r[2], r[3], r[4]) for r in rows]
+        assert len(keys) == len(set(keys)), rows
+        assert any(r[0] == "opt-round-1" for r in rows)
+        detail = app.screen.query_one("#problem-detail", Static)
+        assert await wait_for(pilot, lambda: "is not valid JSON" in shown(detail))
+        assert "opt-round-1/round-state.json" in shown(detail)
+        assert f"{len(rows)} problem(s)" in shown(app.screen.query_one("#problems-title"))
+
+
 async def test_palette_lists_cockpit_actions(ws: Path) -> None:
     app = HelixApp(ws, job_poll_s=0)
     async with app.run_test(size=(120, 36)) as pilot:
