@@ -101,6 +101,8 @@ def register(sub: Any) -> None:
     p.add_argument("workspace", nargs="?", default=".", type=Path)
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES)
     p.add_argument("--test-mode", choices=("standalone", "differential"))
+    p.add_argument("--force", action="store_true",
+                   help="re-establish baseline/ even though opt-round-N folders measure against it")
     _common(p)
     p.set_defaults(func=cmd_prepare_baseline)
 
@@ -146,7 +148,7 @@ def cmd_prepare_baseline(args: argparse.Namespace) -> int:
     from helix_engine.eval.baseline import prepare_baseline
 
     payload = prepare_baseline(args.workspace, backend=args.backend, bench_mode=args.bench_mode,
-                               test_mode=args.test_mode, on_event=_progress(args))
+                               test_mode=args.test_mode, on_event=_progress(args), force=args.force)
     if args.json:
         print_json(payload)
     else:

@@ -39,8 +39,10 @@ def prepare_baseline(
     bench_mode: str | None = None,
     test_mode: str | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
-    """Run the whole baseline preparation; returns a payload with ``exit_code`` and ``text``."""
+    """Run the whole baseline preparation; returns a payload with ``exit_code`` and ``text``.
+    Refuses (unless ``force``) when rounds already measure against an existing baseline/."""
     ws = Path(workspace).expanduser().resolve()
     if not ws.is_dir():
         raise HelixError(f"{ws} is not a folder; pass the operator workspace")
@@ -52,6 +54,8 @@ def prepare_baseline(
     bench_file = find_bench_file(op)
     base_dir = layout.baseline_dir(ws)
     base_op = base_dir / op.name
+    if not force:
+        _refuse_replacing_a_used_baseline(ws, base_dir)
     with workspace_lock(ws):
         atomic_write_text(base_op, op.read_text(encoding="utf-8"))
     for stale in (layout.result_path_for(base_op), layout.perf_path_for(base_op)):
@@ -102,6 +106,18 @@ def prepare_baseline(
         "test": test.to_json(), "bench": bench.to_json(), "submit": submit, "submit_exit_code": submit_rc,
         "exit_code": exit_code, "text": "\n".join(lines),
     }
+
+
+def _refuse_replacing_a_used_baseline(ws: Path, base_dir: Path) -> None:
+    """Every round's speedup is measured against baseline/: re-snapshotting and re-measuring it
+    under existing rounds changes their numbers (and submit-baseline resets the phase)."""
+    rounds, _ = layout.list_round_dirs(ws)
+    if not rounds or not (base_dir / layout.BASELINE_STATE).is_file():
+        return
+    names = ", ".join(p.name for _, p in sorted(rounds.items())[:3]) + (", …" if len(rounds) > 3 else "")
+    raise HelixError(f"baseline/ already anchors {len(rounds)} round folder(s) ({names}); re-preparing it "
+                     "would replace and re-measure the baseline and change every round's speedup. Reuse it "
+                     "as it is (next: `helix start-round`), or pass --force to re-establish it")
 
 
 def _submit(base_dir: Path) -> tuple[dict[str, Any] | None, int]:

@@ -117,3 +117,26 @@ def test_failing_baseline_is_recorded_honestly(tmp_path: Path) -> None:
     assert payload["submit"]["status"] == "fail"
     assert not (ws / ".helix" / "state.json").exists() or json.loads(
         (ws / ".helix" / "state.json").read_text())["baseline"]["status"] != "passed"
+
+
+def test_prepare_baseline_refuses_to_replace_a_baseline_that_rounds_use(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """An agent re-running prepare-baseline at the start of a session re-snapshotted and
+    re-measured baseline/ under submitted rounds (their speedups changed) and reset the phase."""
+    from helix_engine.cli import main
+    from helix_engine.errors import HelixError
+
+    ws = make_ws(tmp_path, "softmax", standalone=False)
+    base = ws / "baseline"
+    base.mkdir()
+    (base / "softmax.py").write_text("# the canonical snapshot\n")
+    (base / "softmax_perf.txt").write_text('{"case_label": "kept"}\n')
+    (base / "state.json").write_text("{}\n")
+    (ws / "opt-round-1").mkdir()
+    with pytest.raises(HelixError, match=r"anchors 1 round folder\(s\) \(opt-round-1\).*--force"):
+        prepare_baseline(ws)
+    assert main(["prepare-baseline", str(ws)]) == 1
+    assert "--force" in capsys.readouterr().err
+    assert (base / "softmax.py").read_text() == "# the canonical snapshot\n"
+    assert (base / "softmax_perf.txt").read_text() == '{"case_label": "kept"}\n'
+    assert not (ws / ".helix" / "jobs").exists()
