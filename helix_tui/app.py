@@ -381,7 +381,7 @@ def run_cockpit(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     from helix_engine.workspace.snapshot import find_workspaces
 
-    path = Path(args.workspace)
+    path = _enclosing_workspace(Path(args.workspace))
     found = find_workspaces(path)
     if not found:
         print(f"error: {path} is not an operator workspace and holds none; run helix in a workspace folder, or `helix demo` to make one", file=sys.stderr)
@@ -395,3 +395,15 @@ def run_cockpit(argv: list[str]) -> int:
             return 0
     result = HelixApp(chosen, watch=not args.no_watch).run()
     return int(result or 0)
+
+
+def _enclosing_workspace(path: Path) -> Path:
+    """A round or baseline folder (``helix .`` typed inside opt-round-3/) means its workspace:
+    opened on its own it would be a workspace without an operator."""
+    from helix_engine.workspace import layout
+    from helix_engine.workspace.snapshot import is_workspace
+
+    here = path.absolute()
+    if (here.name == layout.BASELINE_DIR or layout.round_number(here.name) is not None) and is_workspace(here.parent):
+        return here.parent
+    return path

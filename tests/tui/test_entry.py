@@ -25,3 +25,27 @@ async def test_picker_returns_the_chosen_workspace(tmp_path: Path) -> None:
         assert app.query_one(OptionList).option_count == 2
         await pilot.press("down", "enter")
     assert app.return_value == second
+
+
+def test_a_round_or_baseline_folder_opens_its_workspace(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """`helix .` typed inside opt-round-1/ opened the round folder as a workspace with no
+    operator, its own perf file shown as the "baseline"."""
+    import helix_tui.app as app_module
+
+    ws = make_workspace(tmp_path)
+    opened: list[Path] = []
+
+    class Recorder:
+        def __init__(self, path: Path, **_: object) -> None:
+            opened.append(Path(path))
+
+        def run(self) -> int:
+            return 0
+
+    monkeypatch.setattr(app_module, "HelixApp", Recorder)
+    for inner in (ws / "opt-round-1", ws / "baseline"):
+        assert run_cockpit([str(inner)]) == 0
+        assert opened.pop().resolve() == ws.resolve()
+    monkeypatch.chdir(ws / "opt-round-2")
+    assert run_cockpit([]) == 0
+    assert opened.pop().resolve() == ws.resolve()
