@@ -191,12 +191,21 @@ def _refuse_overwriting_a_submitted_round(op: Path) -> None:
 
     n = layout.round_number(op.parent.name)
     perf = layout.perf_path_for(op)
-    if n is None or not perf.is_file():
+    is_baseline = op.parent.name == layout.BASELINE_DIR
+    if (n is None and not is_baseline) or not perf.is_file():
         return
     try:
         state = workflow.load_workflow(workflow.state_path(op.parent.parent))
     except (OSError, ValueError):
         return  # no readable workflow state: nothing says the round was submitted
+    if is_baseline:
+        passed = sorted(int(k) for k, e in state.rounds.items() if e.status == "passed" and k.isdigit())
+        if passed:
+            raise HelixError(f"baseline/{perf.name} is what submitted rounds (opt-round-{passed[0]}…) were measured "
+                             "against; re-measuring it in place would change their speedups. Re-measure into "
+                             f"another file with --output (e.g. --output /tmp/{perf.name}), or re-establish the "
+                             "baseline with `helix prepare-baseline --force`")
+        return
     entry = state.rounds.get(str(n))
     if entry is None or entry.status != "passed":
         return

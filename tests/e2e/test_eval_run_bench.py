@@ -186,3 +186,10 @@ def test_bench_refuses_to_overwrite_a_submitted_rounds_perf_file(tmp_path: Path)
     write_workflow_state(ws, workflow_state(phase="round_active", current_round=1, rounds={1: "active"}))
     out = run_bench(cand)  # the active round may be benched (its first canonical run)
     assert out.exit_code == 0 and perf.read_text() != '{"case_label": "kept"}\n'
+    base_op = add_operator(ws, "softmax", "baseline/softmax.py")
+    base_perf = ws / "baseline" / "softmax_perf.txt"
+    base_perf.write_text('{"case_label": "kept"}\n')
+    write_workflow_state(ws, workflow_state(rounds={1: "passed"}))
+    with pytest.raises(HelixError, match=r"baseline/softmax_perf.txt is what submitted rounds"):
+        run_bench(base_op)
+    assert base_perf.read_text() == '{"case_label": "kept"}\n'
