@@ -86,6 +86,18 @@ def _pair_summary(a: Stage, b: Stage) -> dict[str, Any]:
     return {**d, "changed": changed}
 
 
+def _capture_hint(ws: Path, ir_dir: Path) -> str:
+    """The capture command for a missing IR folder, runnable as printed when the operator is known."""
+    from helix_engine.workspace import layout
+
+    op, _ = layout.discover_operator(ws)
+    owner = ir_dir.parent
+    if op is None:
+        return f"`helix ir capture --ir-dir {ir_dir} --operator-file <operator .py in {owner}>`"
+    name = op.name if owner.name == BASELINE_DIR else layout.round_operator_name(op.stem)
+    return f"`helix ir capture --ir-dir {ir_dir} --operator-file {owner / name}`"
+
+
 def diff_round(ws: Path, n: int, stage: str | None = None, context: int = 2) -> RoundDiff:
     """With ``stage``: that stage's unified diff parent → round. Without: every stage present on
     both sides with its deltas (changed first), and the stages only one side has."""
@@ -96,7 +108,7 @@ def diff_round(ws: Path, n: int, stage: str | None = None, context: int = 2) -> 
     parent_ir = ir_dir_of(parent_dir, parent_state)
     for folder, label in ((round_ir, f"round-{n}"), (parent_ir, parent_label)):
         if not folder.is_dir():
-            raise HelixError(f"{label} has no IR folder ({folder}); capture it with `helix ir capture --ir-dir {folder} ...`.")
+            raise HelixError(f"{label} has no IR folder ({folder}); capture it with {_capture_hint(ws, folder)}.")
     new, old = list_stages(round_ir), list_stages(parent_ir)
     out = RoundDiff({"round": f"round-{n}", "parent": parent_label, "round_ir": str(round_ir),
                      "parent_ir": str(parent_ir)})

@@ -147,6 +147,10 @@ def test_diff_round_errors(tmp_path: Path) -> None:
     _round(tmp_path, 2, "baseline", TRITON)
     with pytest.raises(HelixError, match="baseline has no IR folder"):
         st.diff_round(tmp_path, 2)
+    (tmp_path / "add.py").write_text("import triton\n")
+    # the hint is a command that runs as printed, not `--ir-dir baseline/ir ...`
+    with pytest.raises(HelixError, match=r"--ir-dir \S*baseline/ir --operator-file \S*baseline/add\.py`"):
+        st.diff_round(tmp_path, 2)
     (tmp_path / "opt-round-3").mkdir()
     (tmp_path / "opt-round-3" / "round-state.json").write_text("{broken")
     with pytest.raises(HelixError, match="not valid JSON"):
