@@ -13,6 +13,10 @@ from helix_engine.console import print_json
 from helix_engine.workspace.models import ANALYSIS_POLICIES, ROUND_STRATEGIES
 
 
+STRATEGY_HELP = "one of: " + ", ".join(ROUND_STRATEGIES)
+POLICY_HELP = "one of: " + ", ".join(ANALYSIS_POLICIES)
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
     p = sub.add_parser("submit-baseline", help="check baseline/ and mark the baseline passed")
     p.add_argument("--baseline-dir", required=True, help="the workspace's baseline/ folder")
@@ -20,23 +24,29 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
 
     p = sub.add_parser("start-round", help="open opt-round-N (one active round at a time)")
     p.add_argument("--round-dir", required=True, help="opt-round-N inside the workspace")
-    p.add_argument("--round-strategy", required=True, choices=ROUND_STRATEGIES)
-    p.add_argument("--analysis-policy", required=True, choices=ANALYSIS_POLICIES)
+    p.add_argument("--round-strategy", required=True, choices=ROUND_STRATEGIES, metavar="STRATEGY",
+                   help=STRATEGY_HELP)
+    p.add_argument("--analysis-policy", required=True, choices=ANALYSIS_POLICIES, metavar="POLICY",
+                   help=POLICY_HELP)
     p.add_argument("--reason", required=True, help="why this round, in one sentence")
     p.set_defaults(func=_start_round)
 
     p = sub.add_parser("set-current-round-state", help="change the active round's strategy or deepen its analysis")
-    p.add_argument("--round-strategy", choices=ROUND_STRATEGIES)
-    p.add_argument("--analysis-policy", choices=ANALYSIS_POLICIES)
-    p.add_argument("--reason", required=True)
+    p.add_argument("--round-strategy", choices=ROUND_STRATEGIES, metavar="STRATEGY", help=STRATEGY_HELP)
+    p.add_argument("--analysis-policy", choices=ANALYSIS_POLICIES, metavar="POLICY",
+                   help=POLICY_HELP + " (only deeper than the current one)")
+    p.add_argument("--reason", required=True, help="why the round's contract changes, in one sentence")
     p.add_argument("--workspace", help="the workspace (default: found by walking up from the current folder)")
     p.set_defaults(func=_set_current_round_state)
 
     p = sub.add_parser("submit-round", help="check a round and record its outcome in the ledger")
-    p.add_argument("--round-dir", required=True)
-    p.add_argument("--current-round", type=int, default=None)
-    p.add_argument("--final-round", type=int, default=None)
-    p.add_argument("--optimize-target", choices=("kernel", "operator"), default=None)
+    p.add_argument("--round-dir", required=True, help="the opt-round-N folder to check and submit")
+    p.add_argument("--current-round", type=int, default=None,
+                   help="N of this round in the current worker batch (with --final-round)")
+    p.add_argument("--final-round", type=int, default=None,
+                   help="the last round of the worker batch; the guideline then says whether to go on")
+    p.add_argument("--optimize-target", choices=("kernel", "operator"), default=None,
+                   help="kernel: judge by the kernel view; operator: by total-op (end to end)")
     p.set_defaults(func=_submit_round)
 
 

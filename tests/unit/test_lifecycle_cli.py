@@ -63,3 +63,20 @@ def test_cli_failures_are_json_with_exit_1(tmp_path: Path) -> None:
     payload, code = helix("start-round", "--round-dir", str(tmp_path / "opt-round-1"), "--round-strategy", "sweep",
                           "--analysis-policy", "pattern_entry", "--reason", "r")
     assert code == 2 and "invalid choice" in payload["stderr"]  # argparse names the allowed values
+
+
+@pytest.mark.parametrize("command", ["start-round", "set-current-round-state", "submit-round"])
+def test_state_help_fits_80_columns_and_says_what_each_flag_is(command: str, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The enum lists made 95-column help lines; submit-round's flags had no words at all."""
+    from helix_engine.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
+    if command != "submit-round":
+        assert "exploration" in out and "compiler_source_required" in out
+    else:
+        assert "worker batch" in out and "end to end" in out
