@@ -16,6 +16,7 @@ from helix_engine.errors import HelixError
 
 BACKEND_CHOICES = ("auto", "npu", "cuda", "cpu")
 BENCH_MODE_CHOICES = ("torch-npu-profiler", "msprof", "torch-profiler", "device-event", "perf-counter", "standalone")
+BENCH_MODE_HELP = "one of: " + ", ".join(BENCH_MODE_CHOICES)
 
 
 def _progress(args: argparse.Namespace) -> Any:
@@ -56,8 +57,9 @@ def register(sub: Any) -> None:
     p.add_argument("--test-file", type=Path, help="default: test_<op>.py / differential_test_<op>.py")
     ref = p.add_mutually_exclusive_group()
     ref.add_argument("--ref-operator-file", "--baseline-operator-file", dest="ref_operator_file", type=Path,
-                     help="reference operator (its <stem>_result.pt is reused when present)")
-    ref.add_argument("--ref-result", "--baseline-result", dest="ref_result", type=Path,
+                     metavar="REF_OP", help="reference operator, e.g. baseline/<op>.py (required for a round "
+                     "candidate; its <stem>_result.pt is reused when present)")
+    ref.add_argument("--ref-result", "--baseline-result", dest="ref_result", type=Path, metavar="REF_PT",
                      help="reference result archive (<stem>_result.pt)")
     p.add_argument("--test-mode", choices=("standalone", "differential"))
     p.add_argument("--accuracy-mode", choices=("npu-contract", "dtype-close"))
@@ -71,7 +73,8 @@ def register(sub: Any) -> None:
                        "JSONL; with --baseline-operator-file also print compare-perf.")
     p.add_argument("--operator-file", required=True, type=Path)
     p.add_argument("--bench-file", type=Path, help="default: bench_<op>.py")
-    p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, help="default: the backend's default")
+    p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE",
+                   help=BENCH_MODE_HELP + "; default: the backend's default")
     p.add_argument("--output", type=Path, help="default: <op_stem>_perf.txt beside the operator")
     p.add_argument("--baseline-operator-file", type=Path)
     p.add_argument("-m", "--metric-source", default="auto", choices=("auto", "kernel", "total-op", "all"))
@@ -86,7 +89,7 @@ def register(sub: Any) -> None:
     p.add_argument("--operator-file", required=True, type=Path)
     p.add_argument("--baseline-operator-file", required=True, type=Path)
     p.add_argument("--bench-file", type=Path)
-    p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES)
+    p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE", help=BENCH_MODE_HELP)
     p.add_argument("-m", "--metric-source", default="auto", choices=("auto", "kernel", "total-op"))
     p.add_argument("--devices", "--npu-devices", dest="devices")
     p.add_argument("--adaptive", action="store_true", help="sample in batches until the verdict is stable")
@@ -99,7 +102,7 @@ def register(sub: Any) -> None:
                        description="Copy the operator into baseline/, run its test and bench there, "
                        "write baseline/state.json and the perf file, then run submit-baseline.")
     p.add_argument("workspace", nargs="?", default=".", type=Path)
-    p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES)
+    p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE", help=BENCH_MODE_HELP)
     p.add_argument("--test-mode", choices=("standalone", "differential"))
     p.add_argument("--force", action="store_true",
                    help="re-establish baseline/ even though opt-round-N folders measure against it")

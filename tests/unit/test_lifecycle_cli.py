@@ -80,3 +80,15 @@ def test_state_help_fits_80_columns_and_says_what_each_flag_is(command: str, cap
         assert "exploration" in out and "compiler_source_required" in out
     else:
         assert "worker batch" in out and "end to end" in out
+
+
+@pytest.mark.parametrize("command", ["run-test", "run-bench", "probe-bench", "prepare-baseline"])
+def test_eval_help_fits_80_columns(command: str, capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from helix_engine.cli import main
+
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert all(len(line) <= 80 for line in out.splitlines()), out
