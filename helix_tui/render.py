@@ -43,11 +43,36 @@ def pct(value: float | None) -> str:
 
 
 def micros(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
+    """A time in µs for a table cell: 4 significant digits with a unit that fits
+    (``512.3 ns``, ``6.720 µs``, ``25.79 ms``, ``1.234 s``); exact values stay in compare-perf."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return "—"
-    if value >= 1000:
-        return f"{value / 1000:.3f} ms"
-    return f"{value:.2f} µs"
+    if value == 0:
+        return "0 µs"
+    units = ((1e-3, "ns"), (1.0, "µs"), (1e3, "ms"), (1e6, "s"))
+    index = max([0] + [i for i, (scale, _) in enumerate(units) if abs(value) >= scale])
+    shown, digits = _four_digits(value / units[index][0])
+    if abs(shown) >= 1000 and index < len(units) - 1:  # 999.96 µs rounds to 1000 µs: 1.000 ms
+        index += 1
+        shown, digits = _four_digits(value / units[index][0])
+    return f"{shown:.{digits}f} {units[index][1]}"
+
+
+def _four_digits(x: float) -> tuple[float, int]:
+    """``x`` rounded to 4 significant digits, and the decimals that shows them."""
+    digits = max(0, 3 - math.floor(math.log10(abs(x))))
+    rounded = round(x, digits)
+    if digits and rounded and math.floor(math.log10(abs(rounded))) > math.floor(math.log10(abs(x))):
+        digits -= 1  # 9.9996 → 10.00, not 10.000
+    return rounded, digits
+
+
+def display_time(display: str, value: float | None) -> str:
+    """An upstream perf display text (``25790.949167``, ``total-op=12.5``, ``NA (total-op=9.0)``)
+    shortened for a table cell; ``t:`` marks a total-op time standing in for a missing kernel time."""
+    if display.startswith("NA"):
+        return "t:" + micros(value)
+    return micros(value)
 
 
 def ci(bounds: tuple[float, float] | None) -> str:

@@ -68,7 +68,8 @@ def perf_view(snap: WorkspaceSnapshot, key: str, metric: str, against: str) -> P
 
 
 def comparison_rows(c: Comparison) -> list[tuple[str, ...]]:
-    """Table rows: case, baseline, round, delta, speedup ± CI, verdict."""
+    """Table rows: case, speedup ± CI, verdict, delta, baseline, round. What decides comes
+    first so it stays on screen at 80 columns; times are shortened (4 significant digits)."""
     from helix_tui import render
 
     rows = []
@@ -76,14 +77,22 @@ def comparison_rows(c: Comparison) -> list[tuple[str, ...]]:
         rows.append(
             (
                 case.latency_id.removeprefix("latency-"),
-                case.baseline_display or render.micros(case.baseline_us),
-                case.compare_display or render.micros(case.compare_us),
-                render.pct(case.delta_pct),
                 (render.speedup(case.speedup) + " " + render.ci(case.ci95)).strip(),
                 case.verdict or "",
+                render.pct(case.delta_pct),
+                render.display_time(case.baseline_display, case.baseline_us),
+                render.display_time(case.compare_display, case.compare_us),
             )
         )
     return rows
+
+
+def exact_row(c: Comparison, index: int) -> str:
+    """One case with the exact numbers (the upstream compare-perf text)."""
+    case = c.cases[index]
+    return (f"{case.latency_id}: baseline={case.baseline_display or case.baseline_us}, "
+            f"compare={case.compare_display or case.compare_us}, delta={case.delta_pct:.2f}%, "
+            f"speedup={case.speedup:.4f}x")
 
 
 def record_rows(records: list[PerfRecord]) -> list[tuple[str, ...]]:

@@ -9,7 +9,7 @@ from textual.widgets import DataTable, OptionList, Static
 
 from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui import render
-from helix_tui.views import PerfView, comparison_rows, record_rows
+from helix_tui.views import PerfView, comparison_rows, exact_row, record_rows
 
 #: Longest text a pane renders; more is cut with a note (the file opens in $EDITOR with e).
 MAX_PANE_CHARS = 400_000
@@ -66,16 +66,29 @@ class PerfPane(Vertical):
     DEFAULT_CSS = """
     PerfPane #perf-summary { height: auto; max-height: 6; padding: 0 1; }
     PerfPane DataTable { height: 1fr; }
+    PerfPane #perf-exact { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     """
 
     def compose(self) -> ComposeResult:
         yield Static("", id="perf-summary")
         yield DataTable(id="perf-table", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="perf-exact")
+
+    def on_mount(self) -> None:
+        self._exact: dict[object, str] = {}
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The highlighted case's exact numbers (the table shows 4 significant digits)."""
+        if event.data_table.id == "perf-table":
+            text = self._exact.get(event.row_key, "")
+            self.query_one("#perf-exact", Static).update(Text(text))
 
     def show(self, view: PerfView, snap: WorkspaceSnapshot, metric: str) -> None:
         summary = self.query_one("#perf-summary", Static)
         table = self.query_one("#perf-table", DataTable)
         table.clear(columns=True)
+        self._exact = {}
+        self.query_one("#perf-exact", Static).update("")
         key = view.key[0]
         if not view.comparisons:
             if key == render.BASELINE and snap.baseline is not None:
@@ -85,13 +98,14 @@ class PerfPane(Vertical):
             else:
                 summary.update(Text(view.note or "nothing to compare", style="yellow"))
             return
-        table.add_columns("case", view.against, key.removeprefix("opt-"), "delta", "speedup ±CI95", "verdict")
+        table.add_columns("case", "speedup ±CI95", "verdict", "delta", view.against, key.removeprefix("opt-"))
         lines = Text()
         for c in view.comparisons:
             if len(view.comparisons) > 1:
                 table.add_row(Text(f"── {c.metric_source or c.requested} ──", style="bold"), "", "", "", "", "")
-            for row in comparison_rows(c):
-                table.add_row(*row[:5], _verdict(row[5]))
+            for i, row in enumerate(comparison_rows(c)):
+                row_key = table.add_row(row[0], row[1], _verdict(row[2]), *row[3:])
+                self._exact[row_key] = exact_row(c, i)
             lines.append(f"{c.metric_source or c.requested}: ", style="bold")
             lines.append(f"geomean {render.speedup(c.geomean_speedup)} {render.ci(c.geomean_ci95)} ".replace("  ", " "))
             lines.append(f"avg improvement {render.pct(c.avg_improvement_pct)}")
@@ -102,6 +116,8 @@ class PerfPane(Vertical):
                 lines.append(f" · skipped {len(c.skipped)}", style="yellow")
             if c.ci_note:
                 lines.append(f" · {c.ci_note}", style="dim")
+            if any(d.baseline_display.startswith("NA") or d.compare_display.startswith("NA") for d in c.cases):
+                lines.append(" · t: total-op time (no kernel time)", style="dim")
             lines.append("\n")
         lines.rstrip()
         summary.update(lines)

@@ -53,7 +53,7 @@ async def test_tree_and_perf_show_the_session(ws: Path) -> None:
         table = app.main.query_one("#perf-table", DataTable)
         assert await wait_for(pilot, lambda: "round-2" in [str(c.label) for c in table.columns.values()])
         rows = table_rows(table)
-        assert rows[1][:5] == ["fp16_4096", "20.0", "10.0", "-50.0%", "2.00x"]
+        assert rows[1][0] == "fp16_4096" and rows[1][1].startswith("2.00x") and rows[1][3:] == ["-50.0%", "20.00 µs", "10.00 µs"]
         summary = shown(app.main.query_one("#perf-summary"))
         assert "vs baseline" in summary and "geomean" in summary
 
@@ -66,7 +66,7 @@ async def test_compare_with_parent_and_metric_keys(ws: Path) -> None:
         await pilot.press("c")
         table = app.main.query_one("#perf-table", DataTable)
         assert await wait_for(pilot, lambda: "vs opt-round-1" in shown(app.main.query_one("#perf-summary")))
-        assert table_rows(table)[1][:3] == ["fp16_4096", "18.0", "10.0"]
+        assert table_rows(table)[1][4:] == ["18.00 µs", "10.00 µs"]
         await pilot.press("m")  # auto → kernel
         assert app.metric == "kernel"
         await pilot.press("m", "m")  # → total-op → all
@@ -356,6 +356,31 @@ async def test_perf_pane_shows_confidence_and_verdicts(tmp_path: Path) -> None:
         table = app.main.query_one("#perf-table", DataTable)
         assert await wait_for(pilot, lambda: "vs baseline" in shown(app.main.query_one("#perf-summary")))
         rows = table_rows(table)
-        assert rows[0][4].startswith("1.25x [") and rows[0][5] == "faster"
-        assert rows[1][5] == "within-noise"
+        assert rows[0][1].startswith("1.25x [") and rows[0][2] == "faster"
+        assert rows[1][2] == "within-noise"
         assert "geomean 1.12x [" in shown(app.main.query_one("#perf-summary"))
+
+
+async def test_perf_pane_at_80_columns_shows_speedup_and_verdict_and_short_times(tmp_path: Path) -> None:
+    """Raw upstream numbers (25790.949167) pushed speedup and verdict off an 80-column screen."""
+    from builders import RoundSpec, build_workspace
+
+    ws = build_workspace(tmp_path, baseline={"fp32_16x128": 25790.949167, "fp16_16x96": 6.7241},
+                         rounds=[RoundSpec({"fp32_16x128": 2500.8, "fp16_16x96": 6.5})])
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, "opt-round-1")
+        table = app.main.query_one("#perf-table", DataTable)
+        assert await wait_for(pilot, lambda: "vs baseline" in shown(app.main.query_one("#perf-summary")))
+        labels = [str(c.label) for c in table.columns.values()]
+        assert labels[:3] == ["case", "speedup ±CI95", "verdict"]
+        rows = {r[0]: r for r in table_rows(table)}
+        assert rows["fp32_16x128"][4:] == ["25.79 ms", "2.501 ms"]
+        assert rows["fp16_16x96"][4:] == ["6.724 µs", "6.500 µs"]
+        widths = [c.get_render_width(table) for c in table.ordered_columns]
+        assert sum(widths[:3]) <= table.scrollable_content_region.width  # verdict fully on screen
+        table.focus()
+        await pilot.press("home")
+        exact = app.main.query_one("#perf-exact", Static)
+        assert await wait_for(pilot, lambda: "baseline=25790.949167" in shown(exact) or "baseline=6.7241" in shown(exact))
