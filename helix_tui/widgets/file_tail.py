@@ -3,13 +3,16 @@
 Like toolong, nothing here loads a whole file: opening reads the last ``chunk_bytes``, appends
 are read from the last offset, and scrolling to the top (or ``home``) reads the previous chunk.
 Only the visible lines are rendered (``render_line``), so a 50 MB attempts.md costs what its
-tail costs. A vanished or shrunk file is reopened, never an error.
+tail costs. Long lines wrap to the view's width (an 80-column terminal loses nothing); a line
+longer than ``MAX_LINE_CELLS`` says how much was cut. A vanished or shrunk file is reopened,
+never an error.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
@@ -18,7 +21,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 CHUNK_BYTES = 128 * 1024
-MAX_LINE_CELLS = 1000
+MAX_LINE_CELLS = 4000
 _HEADING = Style(bold=True)
 _NOTE = Style(dim=True, italic=True)
 
@@ -45,14 +48,15 @@ class FileTail(ScrollView, can_focus=True):
         self.note = ""
         self.partial = ""  # the last line while it has no newline yet
         self._follow = True
-        self._width = 0
+        self._rows: list[tuple[str, Style | None]] = []  # wrapped rows, top to bottom
+        self._row_width = 0
 
     # ------------------------------------------------------------------ file reading
 
     def open(self, path: Path | None, note: str = "") -> None:
         """Show ``path`` (None: show ``note`` only), scrolled to the end."""
         self.path = Path(path) if path is not None else None
-        self.lines, self.start, self.end, self._width, self.partial = [], 0, 0, 0, ""
+        self.lines, self.start, self.end, self.partial = [], 0, 0, ""
         self.note = note
         if self.path is not None:
             self._read_tail()
@@ -62,7 +66,9 @@ class FileTail(ScrollView, can_focus=True):
         self.call_after_refresh(self._keep_following)
 
     def on_resize(self) -> None:
-        """A pane shown for the first time (or resized) keeps following the end."""
+        """A pane shown for the first time (or resized) re-wraps and keeps following the end."""
+        if self._wrap_width() != self._row_width:
+            self._resize()
         self.call_after_refresh(self._keep_following)
 
     def _keep_following(self) -> None:
@@ -149,21 +155,34 @@ class FileTail(ScrollView, can_focus=True):
         if not new and begin > 0:
             return
         self.start = self.start - len(data)
+        before = len(self._rows) - (1 if self.start + len(data) > 0 else 0)
         self._add(new, at_end=False)
         self._resize()
-        self.scroll_to(y=len(new), animate=False, immediate=True)
+        self.scroll_to(y=len(self._rows) - before, animate=False, immediate=True)
 
     def _add(self, new: list[str], *, at_end: bool) -> None:
-        if new:
-            self._width = max(self._width, max(len(line) for line in new))
         self.lines = self.lines + new if at_end else new + self.lines
 
     def _shown(self) -> list[str]:
         return self.lines + [self.partial] if self.partial else self.lines
 
+    def _wrap_width(self) -> int:
+        """The text width: the view less a vertical scrollbar (kept, so rows do not re-wrap
+        when the scrollbar appears)."""
+        return max(8, self.size.width - self.styles.scrollbar_size_vertical) if self.size.width else 80
+
     def _resize(self) -> None:
-        rows = len(self.lines) + (1 if self.partial else 0) + (1 if self.start > 0 else 0) + (1 if self.note else 0)
-        self.virtual_size = Size(min(self._width, MAX_LINE_CELLS) + 1, rows)
+        width = self._row_width = self._wrap_width()
+        rows: list[tuple[str, Style | None]] = []
+        if self.start > 0:
+            rows.append((f"… {self.start} earlier bytes (home: load more)", _NOTE))
+        for line in self._shown():
+            style = _HEADING if line.startswith("#") else None
+            rows.extend((part, style) for part in _wrap(line, width))
+        if self.note:
+            rows.extend((part, _NOTE) for part in _wrap(self.note, width))
+        self._rows = rows
+        self.virtual_size = Size(width, len(rows))
         self.refresh()
 
     def watch_scroll_y(self, old: float, new: float) -> None:
@@ -183,21 +202,29 @@ class FileTail(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         index = self.scroll_offset.y + y
         width = self.scrollable_content_region.width
-        offset = 1 if self.start > 0 else 0
-        if offset and index == 0:
-            segment = Segment(f"… {self.start} earlier bytes (home: load more)", _NOTE)
-        else:
-            i = index - offset
-            n_lines = len(self.lines)
-            if 0 <= i < n_lines or (i == n_lines and self.partial):
-                text = (self.lines[i] if i < n_lines else self.partial)[:MAX_LINE_CELLS]
-                segment = Segment(text, _HEADING if text.startswith("#") else None)
-            elif i == n_lines + (1 if self.partial else 0) and self.note:
-                segment = Segment(self.note, _NOTE)
-            else:
-                return Strip.blank(width, self.rich_style)
-        strip = Strip([segment]).crop(self.scroll_offset.x, self.scroll_offset.x + width)
+        if not 0 <= index < len(self._rows):
+            return Strip.blank(width, self.rich_style)
+        text, style = self._rows[index]
+        strip = Strip([Segment(text, style)]).crop(self.scroll_offset.x, self.scroll_offset.x + width)
         return strip.extend_cell_length(width).apply_style(self.rich_style)
+
+
+def _wrap(line: str, width: int) -> list[str]:
+    """``line`` as rows of at most ``width`` cells, broken after a space when one is near."""
+    if len(line) > MAX_LINE_CELLS:
+        line = line[:MAX_LINE_CELLS] + f" … {len(line) - MAX_LINE_CELLS} more characters (e opens the file)"
+    if (len(line) <= width and line.isascii()) or cell_len(line) <= width:
+        return [line]
+    rows: list[str] = []
+    while line:
+        head = chop_cells(line[: width * 2], width)[0] or line[:1]
+        if len(head) < len(line):
+            space = head.rfind(" ")
+            if space >= width // 2:
+                head = head[: space + 1]
+        rows.append(head)
+        line = line[len(head) :]
+    return rows
 
 
 def _split(data: bytes) -> list[str]:

@@ -128,11 +128,12 @@ def _verdict(verdict: str) -> Text:
 
 
 class TextPane(VerticalScroll):
-    """Scrollable text: a diff or code (syntax-highlighted), markdown, or a plain sentence."""
+    """Scrollable text: a diff or code (syntax-highlighted), markdown, or a plain sentence.
+    Long lines wrap to the pane's width (an 80-column terminal must not cut them off)."""
 
     DEFAULT_CSS = """
     TextPane { height: 1fr; }
-    TextPane > Static { width: auto; }
+    TextPane > Static { width: 1fr; }
     """
 
     def compose(self) -> ComposeResult:
@@ -150,7 +151,7 @@ class TextPane(VerticalScroll):
         elif lexer:
             from rich.syntax import Syntax
 
-            body.update(Syntax(text, lexer, theme="ansi_dark", word_wrap=False, line_numbers=False))
+            body.update(Syntax(text, lexer, theme="ansi_dark", word_wrap=True, line_numbers=False))
         else:
             body.update(Text(text))
         self.scroll_home(animate=False)

@@ -68,3 +68,30 @@ def test_declared_profile_and_ir_dirs_win_over_the_default_folders(ws: Path) -> 
     assert views.profile_dir(snap, "opt-round-1") == ws / "opt-round-1" / "prof-x"
     assert views.ir_dir(snap, "opt-round-1") == ws / "opt-round-1" / "ir-x"
     assert views.ir_dir(snap, "opt-round-2") is None  # nothing declared, no ir/
+
+
+def _painted(widget) -> str:
+    from textual.geometry import Region
+
+    strips = widget.render_lines(Region(0, 0, widget.size.width, widget.size.height))
+    return "".join(strip.text.rstrip() for strip in strips)
+
+
+async def test_text_panes_wrap_long_lines_at_80_columns(ws: Path) -> None:
+    """Hotspots and IR cut lines at the pane's edge at 80×24: the tail must be painted."""
+    from textual.widgets import Static
+
+    from helix_tui.widgets.panes import TextPane
+
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        long_line = "x" * 150 + " TAIL-MARK"
+        for key, pane_id, lexer in (("4", "#hotspots", "markdown"), ("6", "#ir-text", "diff"), ("6", "#ir-text", None)):
+            await pilot.press(key)
+            pane = app.main.query_one(pane_id, TextPane)
+            pane.show(f"@@ -1 +1 @@\n+{long_line}\n", lexer)
+            await pilot.pause(0.2)
+            body = pane.query_one(".body", Static)
+            assert 0 < body.size.width <= pane.size.width, (pane_id, lexer)
+            assert "TAIL-MARK" in _painted(body), (pane_id, lexer)

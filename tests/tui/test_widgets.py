@@ -77,7 +77,28 @@ async def test_file_tail_handles_bad_bytes_and_long_lines(tmp_path: Path) -> Non
         await pilot.pause()
         tail = app.query_one(FileTail)
         assert tail.lines[0] == "# title" and "bad utf8" in tail.lines[1]
-        assert tail.virtual_size.width <= 1001
+        assert tail.virtual_size.width <= 40
+        painted = [tail.render_line(y).text for y in range(tail.virtual_size.height - tail.scroll_offset.y)]
+        assert "more characters (e opens the file)" in "".join(painted)  # the cut is said, not silent
+
+
+async def test_file_tail_wraps_long_lines_to_the_width(tmp_path: Path) -> None:
+    """attempts.md lines longer than the pane were cut at 80 columns: every word must show."""
+    path = tmp_path / "attempts.md"
+    words = [f"w{i:03d}" for i in range(60)]
+    path.write_text("## Attempt 1\n" + " ".join(words) + " TAIL-MARK\nshort\n")
+    app = TailApp(path, chunk=1 << 20)
+    async with app.run_test(size=(40, 20)) as pilot:
+        await pilot.pause()
+        tail = app.query_one(FileTail)
+        rows = [tail.render_line(y).text.rstrip() for y in range(tail.virtual_size.height)]
+        assert tail.virtual_size.width <= 40 and all(len(r) <= 40 for r in rows)
+        assert rows[-1] == "short" and "TAIL-MARK" in rows[-2]
+        assert " ".join(rows[1:-1]).split() == words + ["TAIL-MARK"]  # broken at spaces, nothing lost
+        await pilot.resize_terminal(70, 20)
+        await pilot.pause()
+        wide = [tail.render_line(y).text.rstrip() for y in range(tail.virtual_size.height)]
+        assert len(wide) < len(rows) and " ".join(wide[1:-1]).split() == words + ["TAIL-MARK"]
 
 
 def test_classify_maps_contract_files_to_events(tmp_path: Path) -> None:
