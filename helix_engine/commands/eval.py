@@ -7,7 +7,9 @@ Nothing here imports torch or triton: operator code runs only in job children.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +112,30 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_prepare_baseline)
 
 
+def user_code_failure(args: argparse.Namespace, exc: Any) -> int:
+    """A user file that does not import: one FAIL sentence with file and line, exit 1
+    (its traceback, user frames only, is in the job's output.log)."""
+    if getattr(args, "json", False):
+        print_json({"passed": False, "exit_code": 1, "error": str(exc),
+                    "user_code_error": {k: v for k, v in exc.to_json().items() if k != "user_traceback"}})
+    else:
+        print(f"FAIL: {exc}")
+    return 1
+
+
+def _failing_user_code(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    @functools.wraps(handler)
+    def wrapped(args: argparse.Namespace) -> int:
+        from helix_engine.eval.usercode import UserCodeError
+
+        try:
+            return handler(args)
+        except UserCodeError as exc:
+            return user_code_failure(args, exc)
+
+    return wrapped
+
+
 def _report(args: argparse.Namespace, outcome: Any) -> int:
     """Print an eval outcome (``--json``: its JSON, else its text) and return its exit code."""
     if args.json:
@@ -119,6 +145,7 @@ def _report(args: argparse.Namespace, outcome: Any) -> int:
     return int(outcome.exit_code)
 
 
+@_failing_user_code
 def cmd_run_test(args: argparse.Namespace) -> int:
     from helix_engine.eval.test import run_test
 
@@ -128,6 +155,7 @@ def cmd_run_test(args: argparse.Namespace) -> int:
     return _report(args, outcome)
 
 
+@_failing_user_code
 def cmd_run_bench(args: argparse.Namespace) -> int:
     from helix_engine.eval.bench import run_bench
 
@@ -137,6 +165,7 @@ def cmd_run_bench(args: argparse.Namespace) -> int:
     return _report(args, outcome)
 
 
+@_failing_user_code
 def cmd_probe_bench(args: argparse.Namespace) -> int:
     from helix_engine.eval.probe import probe_bench
 
@@ -147,6 +176,7 @@ def cmd_probe_bench(args: argparse.Namespace) -> int:
     return _report(args, outcome)
 
 
+@_failing_user_code
 def cmd_prepare_baseline(args: argparse.Namespace) -> int:
     from helix_engine.eval.baseline import prepare_baseline
 

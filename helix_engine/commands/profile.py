@@ -51,12 +51,17 @@ def _profile_report(args: argparse.Namespace) -> int:
 
 
 def _profile_bench(args: argparse.Namespace) -> int:
+    from helix_engine.commands.eval import user_code_failure
+    from helix_engine.eval.usercode import UserCodeError
     from helix_engine.profile.bench import profile_bench
 
-    outcome = profile_bench(
-        operator_file=args.operator_file, case_id=args.case_id, bench_file=args.bench_file,
-        out_dir=args.out, backend=args.backend, top=args.top,
-    )
+    try:
+        outcome = profile_bench(
+            operator_file=args.operator_file, case_id=args.case_id, bench_file=args.bench_file,
+            out_dir=args.out, backend=args.backend, top=args.top,
+        )
+    except UserCodeError as exc:
+        return user_code_failure(args, exc)
     if args.json:
         print_json(outcome.to_json())
         return outcome.return_code

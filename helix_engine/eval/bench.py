@@ -20,6 +20,7 @@ from helix_engine.eval.jobrun import (
     round_name_of, round_timing, run_worker,
 )
 from helix_engine.eval.loader import read_metadata, resolve_kernels
+from helix_engine.eval.usercode import UserCodeError
 from helix_engine.workspace import layout
 
 METRIC_SOURCES: tuple[str, ...] = ("auto", "kernel", "total-op", "all")
@@ -86,7 +87,10 @@ def collect_records(
 ) -> BenchRun:
     """Run the bench job(s) and return one record per case in declared order. ``kind`` names
     the jobs (a probe's jobs say probe-bench, so nobody reads them as canonical runs)."""
-    names, source = resolve_kernels(op, read_metadata(bench))
+    try:
+        names, source = resolve_kernels(op, read_metadata(bench))
+    except UserCodeError:  # the job reports it, with the user's traceback in its output.log
+        names, source = [], "operator"
     base = {"action": "bench", "operator_file": str(op), "bench_file": str(bench), "bench_mode": mode,
             **(caps or {})}
     round_name = round_name_of(op)

@@ -93,8 +93,14 @@ def child_main(argv: list[str] | None, usage: str, run: Callable[[dict[str, Any]
         print(f"usage: {usage}", file=sys.stderr)
         return 2
     request = read_request(Path(args[0]))
+    from helix_engine.eval.usercode import UserCodeError
+
     try:
         result = run(request)
+    except UserCodeError as exc:  # the user's frames only, and the sentence the parent shows
+        sys.stderr.write(exc.user_traceback)
+        print(f"FAIL: {exc}", file=sys.stderr)
+        result = dict(failed(request, str(exc)), user_code_error=exc.to_json())
     except Exception as exc:  # noqa: BLE001 - user code: report, never hide
         traceback.print_exc()
         result = failed(request, f"{type(exc).__name__}: {exc}")

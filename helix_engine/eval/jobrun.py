@@ -106,6 +106,10 @@ def run_child_job(
         output = ""
         with contextlib.suppress(OSError):
             output = (folder / "output.log").read_text(encoding="utf-8", errors="replace")[-output_tail_chars:]
+        if isinstance(result, dict) and isinstance(result.get("user_code_error"), dict):
+            from helix_engine.eval.usercode import UserCodeError
+
+            raise UserCodeError.from_json(result["user_code_error"])  # the job keeps output.log
         return WorkerRun(job, result, output, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -104,9 +104,9 @@ def jit_functions(source: str, file: Path | str = "<operator>") -> list[str]:
     try:
         tree = ast.parse(source, filename=str(file))
     except SyntaxError as exc:
-        raise HarnessContractError(
-            file, "kernels", f"the operator does not parse (line {exc.lineno}: {exc.msg}); fix the syntax"
-        ) from None
+        from helix_engine.eval.usercode import UserCodeError, user_traceback
+
+        raise UserCodeError(file, exc.lineno, f"SyntaxError: {exc.msg}", user_traceback(exc)) from None
     names: list[str] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
@@ -177,6 +177,13 @@ def import_file(path: Path, preferred_name: str | None = None) -> ModuleType:
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        from helix_engine.eval.usercode import UserCodeError
+
+        if isinstance(exc, UserCodeError):
+            raise
+        raise UserCodeError.from_exception(exc, path) from exc
     except BaseException:
         sys.modules.pop(name, None)
         raise

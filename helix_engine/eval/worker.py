@@ -20,6 +20,7 @@ from typing import Any
 from helix_engine import __version__
 from helix_engine.eval.childlib import JobEvents, read_request, setup_backend, write_result
 from helix_engine.eval.loader import HarnessContractError
+from helix_engine.eval.usercode import UserCodeError
 
 MAX_CAPTURED_CHARS = 200_000
 
@@ -284,6 +285,10 @@ def main(argv: list[str] | None = None) -> int:
             rc = int(result["return_code"])
         else:
             raise ValueError(f"unknown action {request['action']!r}")
+    except UserCodeError as exc:  # only the user's frames: helix's own are noise to them
+        sys.stderr.write(exc.user_traceback)
+        print(f"FAIL: {exc}", file=sys.stderr)
+        result, rc = {"error": str(exc), "user_code_error": exc.to_json()}, 1
     except HarnessContractError as exc:
         print(f"error: {exc}", file=sys.stderr)
         result, rc = {"error": str(exc), "contract_error": True}, 2

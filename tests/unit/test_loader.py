@@ -91,7 +91,7 @@ def test_no_kernels_is_an_error_naming_file(tmp_path: Path) -> None:
 
 def test_operator_syntax_error_is_clear(tmp_path: Path) -> None:
     bad = write(tmp_path, "bad.py", "def op(:\n")
-    with pytest.raises(HarnessContractError, match="bad.py: kernels: the operator does not parse"):
+    with pytest.raises(HarnessContractError, match="bad.py:1: SyntaxError: .* fix the operator and run again"):
         loader.resolve_kernels(bad, {})
 
 

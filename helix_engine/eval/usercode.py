@@ -1,0 +1,100 @@
+"""A user's file that does not import (syntax error, missing module, exception at import).
+
+The child raises ``UserCodeError`` where it imports user code, prints only the user's part
+of the traceback into the job's output.log, and sends the error back in the result JSON;
+the parent re-raises it, and every eval/profile command prints one sentence that names the
+file and line (``FAIL: opt-round-1/opt_softmax.py:12: SyntaxError: invalid syntax — fix the
+operator and run again``) instead of a traceback through helix's own frames.
+"""
+
+from __future__ import annotations
+
+import sysconfig
+import traceback
+from pathlib import Path
+from typing import Any
+
+from helix_engine.eval.loader import HarnessContractError
+from helix_engine.errors import HelixError
+
+_HELIX_ROOT = str(Path(__file__).resolve().parents[2])
+_HELIX_PACKAGES = tuple(str(Path(_HELIX_ROOT) / p) for p in ("helix_engine", "helix_tui"))
+
+
+def _library_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    return tuple(sorted({str(Path(paths[k]).resolve()) for k in ("stdlib", "platstdlib", "purelib", "platlib")
+                         if paths.get(k)}))
+
+
+def _is_user_frame(filename: str) -> bool:
+    """Not helix's own code, not importlib's frozen frames, not the stdlib or an installed package."""
+    if not filename or filename.startswith("<"):
+        return False
+    try:
+        resolved = str(Path(filename).resolve())
+    except OSError:
+        return False
+    return not resolved.startswith(_HELIX_PACKAGES) and not resolved.startswith(_library_dirs())
+
+
+def display_path(path: Path | str) -> str:
+    """``opt-round-1/opt_softmax.py`` (relative to the workspace), else relative to the
+    current directory, else the absolute path."""
+    from helix_engine.workspace import layout
+
+    p = Path(path).resolve()
+    for root in (layout.workspace_of(p), Path.cwd().resolve()):
+        try:
+            return p.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return str(p)
+
+
+class UserCodeError(HarnessContractError):
+    """A user file failed to import; ``str()`` is the sentence to show, with file and line."""
+
+    def __init__(self, file: Path | str, line: int | None, error: str, user_traceback: str = "",
+                 what: str = "the operator") -> None:
+        self.file, self.hook = str(file), "import"
+        self.line, self.error, self.user_traceback, self.what = line, error, user_traceback, what
+        where = display_path(file) + (f":{line}" if line else "")
+        HelixError.__init__(self, f"{where}: {error} — fix {what} and run again")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "line": self.line, "error": self.error, "what": self.what,
+                "user_traceback": self.user_traceback}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> UserCodeError:
+        line = data.get("line")
+        return cls(str(data.get("file") or "?"), line if isinstance(line, int) else None,
+                   str(data.get("error") or "error"), str(data.get("user_traceback") or ""),
+                   str(data.get("what") or "the operator"))
+
+    @classmethod
+    def from_exception(cls, exc: BaseException, imported: Path | str) -> UserCodeError:
+        """File and line: a SyntaxError's own (it may be a module the file imports), else the
+        innermost frame of user code, else the imported file."""
+        imported = Path(imported).resolve()
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_user_frame(f.filename)]
+        file: Path | str = imported
+        line: int | None = None
+        if isinstance(exc, SyntaxError) and exc.filename and not str(exc.filename).startswith("<"):
+            file, line = exc.filename, exc.lineno
+        elif frames:
+            file, line = frames[-1].filename, frames[-1].lineno
+        harness = Path(file).name.startswith(("bench_", "test_", "differential_test_"))
+        what = "the harness" if harness else "the operator"
+        message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+        error = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+        return cls(file, line, error, user_traceback(exc), what)
+
+
+def user_traceback(exc: BaseException) -> str:
+    """The traceback with helix's, importlib's and libraries' frames dropped (the part a user
+    can act on); a SyntaxError keeps its caret lines."""
+    tb = traceback.TracebackException.from_exception(exc)
+    tb.stack = traceback.StackSummary.from_list([f for f in tb.stack if _is_user_frame(f.filename)])
+    return "".join(tb.format())
