@@ -146,6 +146,16 @@ def all_problems(snap: WorkspaceSnapshot) -> list[tuple[str, Problem]]:
     return list(dict.fromkeys(out))
 
 
+def job_progress(done: int, total: int, active: bool) -> str:
+    """A job's progress cell: the bar while cases are known, the final count once finished,
+    ``—`` for a finished job that had no cases (a probe, a profile, a test without cases)."""
+    if total > 0:
+        return progress_bar(done, total)
+    if done > 0:
+        return f"{done} case{'s' if done != 1 else ''}"
+    return "…" if active else "—"
+
+
 def progress_bar(done: int, total: int, width: int = 10) -> str:
     """A text bar for table cells: ``████░░░░░░ 4/10``."""
     if total <= 0:

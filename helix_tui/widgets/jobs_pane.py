@@ -86,7 +86,7 @@ class JobsPane(Vertical):
                 Text(live.status, style=STATUS_STYLE.get(live.status, "")),
                 live.kind,
                 live.round,
-                render.progress_bar(live.done, live.total),
+                render.job_progress(live.done, live.total, live.status in ACTIVE),
                 _age(live, now),
                 live.id,
                 key=live.id,
@@ -120,7 +120,10 @@ class JobsPane(Vertical):
         if live.problem:
             text.append(f" · {live.problem}", style="red")
         line.update(text)
-        bar.update(total=live.total or None, progress=live.done)
+        if live.total or live.status in ACTIVE:
+            bar.update(total=live.total or None, progress=live.done)
+        else:  # finished without cases: a full (or empty) bar, not an endless "working" one
+            bar.update(total=1, progress=1 if live.status == "passed" else 0)
         for row in sorted(live.cases.values(), key=lambda r: (r.index if r.index is not None else 1 << 30, r.case_id)):
             stats = row.record.get("stats") or {}
             cases.add_row(
@@ -209,5 +212,5 @@ class JobsStrip(Static):
                 text.append("\n")
             text.append(f"{live.status:<9}", style=STATUS_STYLE.get(live.status, ""))
             text.append(f" {live.kind:<8} {live.round:<13} ")
-            text.append(render.progress_bar(live.done, live.total))
+            text.append(render.job_progress(live.done, live.total, live.status in ACTIVE))
         self.update(text)

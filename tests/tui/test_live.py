@@ -79,7 +79,7 @@ async def test_outside_writes_appear_without_a_key(ws: Path) -> None:
         # a rewritten perf file of the selected round → the perf pane changes
         write_perf(ws / "opt-round-1" / "opt_add_perf.txt", {"fp16_1024": 5.0, "fp16_4096": 10.0, "fp32_4096": 20.0})
         table = app.main.query_one("#perf-table", DataTable)
-        assert await wait_for(pilot, lambda: rows(table) and rows(table)[0][2] == "5.0")
+        assert await wait_for(pilot, lambda: rows(table) and rows(table)[0][5] == "5.000 µs")
 
 
 async def test_a_running_job_streams_case_by_case(ws: Path, tmp_path: Path) -> None:
@@ -197,3 +197,39 @@ async def test_a_new_job_takes_the_detail_when_the_shown_one_is_finished(ws: Pat
         assert await wait_for(pilot, lambda: cases.row_count >= 1 and rows(cases)[0][0] == "fp16_1024")
         gate.write_text("go")
         thread.join(30)
+
+
+def _finished_job(ws: Path, job_id: str, kind: str, status: str, events: list[dict]) -> None:
+    folder = ws / ".helix" / "jobs" / job_id
+    folder.mkdir(parents=True)
+    info = {"id": job_id, "kind": kind, "round": "opt-round-1", "created_at": 1_700_000_000.0 + len(job_id),
+            "started_at": 1_700_000_001.0, "ended_at": 1_700_000_009.0, "status": status, "exit_code": 0}
+    (folder / "job.json").write_text(json.dumps(info))
+    (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+async def test_finished_jobs_show_their_final_progress_not_0_of_unknown(ws: Path) -> None:
+    """A finished job showed ``0/?``: the final done/total from its events, or — without cases."""
+    cases = []
+    for i, case in enumerate(("a", "b", "c", "d")):
+        cases.append({"event": "case_started", "case_id": case, "index": i, "total": 4})
+        if case != "d":
+            cases.append({"event": "case_finished", "case_id": case, "record": {"kernel_avg_time_us": 1.0}})
+    _finished_job(ws, "j-bench", "run-bench", "failed", cases)
+    _finished_job(ws, "j-test-no-cases", "run-test", "passed", [{"event": "log", "msg": "ok"}])
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        jobs = app.main.query_one("#jobs")
+        table = jobs.query_one("#jobs-table", DataTable)
+        assert await wait_for(pilot, lambda: table.row_count == 2)
+        progress = {str(table.get_row_at(i)[5]): (str(table.get_row_at(i)[0]), str(table.get_row_at(i)[3]))
+                    for i in range(2)}
+        assert progress["j-bench"][0] == "failed" and progress["j-bench"][1].endswith(" 3/4")
+        assert progress["j-test-no-cases"] == ("passed", "—")
+        jobs.selected = "j-test-no-cases"
+        app.show_jobs()
+        await pilot.pause(0.1)
+        bar = jobs.query_one("#job-progress", ProgressBar)
+        assert bar.total == 1 and bar.progress == 1  # finished: a full bar, not an endless one
