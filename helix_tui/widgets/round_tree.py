@@ -1,7 +1,9 @@
 """The round tree: baseline → rounds by parent, with status, geomean, best, active and problems.
 
 A long linear session would nest 200 levels deep, so a node's first child continues at the
-same indentation (like a commit graph) and only branches nest. Updates that keep the shape
+same indentation (like a commit graph) and only branches nest. A round without
+round-state.json (the active round, just started) has no known parent: it is shown at the end
+of the main chain, not as a branch of baseline. Updates that keep the shape
 only relabel nodes; a new round or a new parent rebuilds the tree and keeps the cursor.
 """
 
@@ -55,8 +57,13 @@ def _parent_number(parent: str) -> int | None:
     return key_round(parent)
 
 
-def shape(snap: WorkspaceSnapshot) -> tuple[tuple[int, str | None], ...]:
-    return tuple((n, snap.rounds[n].parent) for n in sorted(snap.rounds))
+def unknown_parent(snap: WorkspaceSnapshot, n: int) -> bool:
+    """No round-state.json yet: the snapshot's "baseline" parent is a default, not a fact."""
+    return snap.rounds[n].state is None
+
+
+def shape(snap: WorkspaceSnapshot) -> tuple[tuple[int, str | None, bool], ...]:
+    return tuple((n, snap.rounds[n].parent, unknown_parent(snap, n)) for n in sorted(snap.rounds))
 
 
 class RoundTree(Tree[str]):
@@ -71,7 +78,7 @@ class RoundTree(Tree[str]):
         self.show_root = False
         self.guide_depth = 2
         self.nodes_by_key: dict[str, TreeNode[str]] = {}
-        self._shape: tuple[tuple[int, str | None], ...] | None = None
+        self._shape: tuple[tuple[int, str | None, bool], ...] | None = None
         self._wanted: str | None = None
         self._settling = False  # after a rebuild: swallow cursor jumps until the wanted node is back
 
@@ -88,8 +95,11 @@ class RoundTree(Tree[str]):
         self._settling = True
         self.clear()
         self.nodes_by_key = {}
-        placed: set[int] = set()
+        unknown = sorted(n for n in snap.rounds if unknown_parent(snap, n))
+        placed: set[int] = set(unknown)
         self._add_line(self.root, snap, BASELINE, placed)
+        for n in unknown:  # after the main chain's last round, at its indentation
+            self._add_line(self.root, snap, round_key(n), placed)
         for n in sorted(snap.rounds):  # orphans and cycles: shown at the top level
             if n not in placed:
                 placed.add(n)

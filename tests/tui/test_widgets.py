@@ -189,6 +189,35 @@ async def test_round_tree_flattens_chains_and_keeps_orphans(tmp_path: Path) -> N
         assert tree.cursor_node is tree.nodes_by_key["opt-round-30"]
 
 
+async def test_active_round_without_state_ends_the_main_chain(active_ws: Path) -> None:
+    """Round 3 is started (no round-state.json): it was drawn as a branch of baseline."""
+    snap = load_workspace(active_ws)
+
+    class TreeApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield RoundTree(id="tree")
+
+    app = TreeApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        tree = app.query_one(RoundTree)
+        tree.show(snap, "opt-round-3")
+        await pilot.pause()
+        nodes = tree.nodes_by_key
+        assert not nodes["baseline"].children  # no branch under baseline
+        assert all(nodes[k].parent is tree.root for k in nodes)
+        order = [tree.get_node_at_line(i).data for i in range(len(nodes))]
+        assert order == ["baseline", "opt-round-1", "opt-round-2", "opt-round-3"]
+        label = str(nodes["opt-round-3"].label)
+        assert label.endswith("●") or "● " in label
+        # once round-state.json names its parent, the round moves under it (a rebuild)
+        from builders import RoundSpec, write_round
+
+        write_round(active_ws, 3, RoundSpec({"fp16_1024": 7.0}, parent="opt-round-1", block=1024))
+        tree.show(load_workspace(active_ws), "opt-round-3")
+        await pilot.pause()
+        assert tree.nodes_by_key["opt-round-3"].parent is tree.nodes_by_key["opt-round-1"]
+
+
 def _ancestors(node):  # noqa: ANN001, ANN202
     while node.parent is not None:
         node = node.parent
