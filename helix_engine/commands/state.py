@@ -15,6 +15,8 @@ from helix_engine.workspace.models import ANALYSIS_POLICIES, ROUND_STRATEGIES
 
 STRATEGY_HELP = "one of: " + ", ".join(ROUND_STRATEGIES)
 POLICY_HELP = "one of: " + ", ".join(ANALYSIS_POLICIES)
+STATUSES = ("passed", "failed", "not_run")
+METRIC_SOURCES = ("kernel", "total-op", "mixed")
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
@@ -38,6 +40,25 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("--reason", required=True, help="why the round's contract changes, in one sentence")
     p.add_argument("--workspace", help="the workspace (default: found by walking up from the current folder)")
     p.set_defaults(func=_set_current_round_state)
+
+    p = sub.add_parser("round-state", help="write opt-round-N/round-state.json from the workspace's measurements",
+                       description="Write round-state.json: paths, metric source and statuses are derived "
+                       "from the round's perf file, the baseline perf file and the round's latest run-test / "
+                       "run-bench jobs unless given. Writes a summary.md skeleton only when it is missing.")
+    p.add_argument("--round-dir", required=True, help="the opt-round-N folder")
+    p.add_argument("--hypothesis", required=True, help="the round's one hypothesis, in one sentence")
+    p.add_argument("--evidence", required=True, metavar="LIST",
+                   help="comma-separated evidence sources, e.g. benchmark,profile (also ir, compiler-source)")
+    p.add_argument("--parent-round", metavar="PARENT",
+                   help="baseline or opt-round-M (default: the best completed round, else baseline)")
+    p.add_argument("--correctness", choices=STATUSES, metavar="STATUS",
+                   help="passed, failed or not_run (default: the round's latest run-test job)")
+    p.add_argument("--benchmark", choices=STATUSES, metavar="STATUS",
+                   help="passed, failed or not_run (default: the round's latest run-bench job)")
+    p.add_argument("--metric-source", choices=METRIC_SOURCES, metavar="SOURCE",
+                   help="kernel, total-op or mixed (default: from comparing the perf files)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=_round_state)
 
     p = sub.add_parser("submit-round", help="check a round and record its outcome in the ledger")
     p.add_argument("--round-dir", required=True, help="the opt-round-N folder to check and submit")
@@ -92,3 +113,44 @@ def _submit_round(args: argparse.Namespace) -> int:
     )
     print_json(payload)
     return code
+
+
+def _round_state(args: argparse.Namespace) -> int:
+    from helix_engine.errors import HelixError
+    from helix_engine.state import round_fill
+    from helix_engine.state.lifecycle import existing_round_state, write_round_state
+    from helix_engine.workspace import layout
+
+    round_dir = Path(args.round_dir)
+    round_fill.round_workspace(round_dir)
+    evidence = [e.strip() for e in str(args.evidence).split(",") if e.strip()]
+    if not evidence:
+        raise HelixError("--evidence is empty; name what the round's decision rests on, e.g. --evidence benchmark,profile")
+    if not args.hypothesis.strip():
+        raise HelixError("--hypothesis is empty; state the round's one hypothesis in a sentence")
+    parent = args.parent_round
+    if parent is not None and parent != layout.BASELINE_DIR and layout.round_number(parent) is None:
+        raise HelixError(f"--parent-round {parent!r} is neither baseline nor opt-round-M; pass one of those")
+    existing = existing_round_state(round_dir)
+    derived = round_fill.derive(round_dir, existing if parent is None else {**existing, "parent_round": parent})
+    try:
+        path = write_round_state(
+            round_dir, derived.fields, round=round_dir.resolve().name, hypothesis=args.hypothesis.strip(),
+            evidence_sources=evidence, parent_round=parent, correctness_status=args.correctness,
+            benchmark_status=args.benchmark, effective_metric_source=args.metric_source,
+        )
+    except ValueError as exc:
+        raise HelixError(f"{exc}; pass the field explicitly (see helix round-state --help)") from None
+    state = existing_round_state(round_dir)
+    summary = round_fill.write_summary_skeleton(round_dir, state, derived)
+    if args.json:
+        c = derived.comparison
+        print_json({"round_state_path": str(path), "round_state": state,
+                    "summary_written": str(summary) if summary else None,
+                    "comparison": None if c is None else {"geomean_speedup": c.geomean_speedup,
+                                                          "avg_improvement": c.avg_improvement_pct,
+                                                          "metric_source": c.metric_source, "errors": c.errors},
+                    "notes": derived.notes})
+    else:
+        print(round_fill.report_text(round_dir, path, state, summary, derived))
+    return 0

@@ -317,25 +317,37 @@ def _completable(state: WorkflowState, name: str, current_arg: int | None) -> in
 # ------------------------------------------------------------------------- round-state form
 
 
-def write_round_state(round_dir: Path, **fields: Any) -> Path:
-    """Create or update ``round-state.json`` from a form (the cockpit's submit form).
-
-    Unknown keys already in the file are kept; the result must load as a RoundState, else a
-    ValueError says which field to fix and nothing is written."""
-    round_dir = Path(round_dir)
-    path = round_dir / layout.ROUND_STATE
-    data: dict[str, Any] = {}
+def existing_round_state(round_dir: Path) -> dict[str, Any]:
+    """round-state.json as a dict ({} when missing or unreadable)."""
+    path = Path(round_dir) / layout.ROUND_STATE
     if path.is_file():
         with contextlib.suppress(OSError, ValueError):
             loaded = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(loaded, dict):
-                data = loaded
+                return loaded
+    return {}
+
+
+def write_round_state(round_dir: Path, derived: dict[str, Any] | None = None, **fields: Any) -> Path:
+    """Create or update ``round-state.json`` from a form (the cockpit's submit form) or from
+    ``helix round-state``.
+
+    Precedence: defaults < the file's current keys < ``derived`` (measured from the workspace
+    by state.round_fill) < ``fields`` (given explicitly; None means not given). Unknown keys
+    already in the file are kept; the result must load as a RoundState, else a ValueError
+    says which field to fix and nothing is written."""
+    round_dir = Path(round_dir)
+    path = round_dir / layout.ROUND_STATE
+    data = existing_round_state(round_dir)
     defaults: dict[str, Any] = {
         "round": round_dir.name, "parent_round": "baseline", "hypothesis": "", "evidence_sources": [],
         "correctness_status": "not_run", "benchmark_status": "not_run", "summary_path": layout.SUMMARY,
         "opt_note_updated": False,
     }
-    merged = {**defaults, **data, **{k: v for k, v in fields.items() if v is not None}}
+    given = {k: v for k, v in fields.items() if v is not None}
+    merged = {**defaults, **data, **(derived or {}), **given}
+    if "comparison_target" in data and ("comparison_target_path" in given or "comparison_target_path" in (derived or {})):
+        merged.pop("comparison_target")  # the legacy alias would contradict the new path
     try:
         RoundState.model_validate(merged)
     except Exception as exc:  # noqa: BLE001 - pydantic's text names the field

@@ -1,0 +1,170 @@
+"""What ``helix round-state`` derives from the workspace, so agents stop hand-writing
+round-state.json with wrong paths or a guessed metric source.
+
+Measured fields come from files (the round's perf file compared with the canonical baseline
+perf file through perf.compare), statuses from the round's latest run-test / run-bench jobs
+in .helix/jobs, the parent from the best completed round. Writing stays in
+lifecycle.write_round_state; the summary skeleton is written only when summary.md is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine.errors import HelixError
+from helix_engine.workspace import files, layout
+from helix_engine.workspace.models import Comparison
+
+#: job status → round-state status (queued/running: nothing finished yet).
+_JOB_STATUS: dict[str, str] = {"passed": "passed", "failed": "failed", "timeout": "failed",
+                               "cancelled": "failed", "lost": "failed"}
+
+
+@dataclass
+class Derived:
+    """Fields derived for one round, and how (for the printed report)."""
+
+    fields: dict[str, Any] = field(default_factory=dict)
+    comparison: Comparison | None = None
+    baseline_perf: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def round_workspace(round_dir: Path) -> tuple[Path, int]:
+    """(workspace, N) of an existing ``opt-round-N`` folder, else a sentence saying what to do."""
+    round_dir = Path(round_dir)
+    n = layout.round_number(round_dir.name)
+    if n is None:
+        raise HelixError(f"{round_dir} is not a round folder; pass --round-dir opt-round-N")
+    if not round_dir.is_dir():
+        raise HelixError(f"{round_dir} does not exist; open it first with `helix start-round --round-dir "
+                         f"{round_dir.name} ...`")
+    return round_dir.resolve().parent, n
+
+
+def _operator_stem(ws: Path, round_dir: Path) -> str | None:
+    op, _ = layout.discover_operator(ws)
+    if op is not None:
+        return layout.operator_stem(op)
+    found = sorted(round_dir.glob("opt_*.py"))
+    return found[0].stem[len("opt_"):] if len(found) == 1 else None
+
+
+def job_status(ws: Path, round_name: str, kind: str) -> str | None:
+    """The round's latest finished ``kind`` job as passed/failed; None when there is none."""
+    from helix_engine.jobs.registry import list_jobs
+
+    for job in list_jobs(ws):  # newest first
+        if job.kind == kind and job.round == round_name and job.status in _JOB_STATUS:
+            return _JOB_STATUS[job.status]
+    return None
+
+
+def compare_with_baseline(ws: Path, perf: Path, baseline_perf: Path) -> Comparison:
+    from helix_engine.perf.artifact import read_perf
+    from helix_engine.perf.compare import compare_records
+
+    base, _ = read_perf(baseline_perf, ws)
+    cand, _ = read_perf(perf, ws)
+    return compare_records(base, cand, metric="auto", with_ci=False,
+                           baseline_name=str(baseline_perf), compare_name=str(perf))
+
+
+def _best_completed_round(ws: Path, exclude: int) -> str:
+    from helix_engine.state import measure
+
+    best = measure.best_round(measure.completed_measures(ws, measure.baseline_records(ws), exclude={exclude}))
+    return layout.round_dir_name(best.number) if best is not None else layout.BASELINE_DIR
+
+
+def derive(round_dir: Path, existing: dict[str, Any]) -> Derived:
+    """Defaults for round-state.json from the workspace (the caller's arguments win)."""
+    from helix_engine.state import baseline as base
+
+    round_dir = Path(round_dir)
+    ws, n = round_workspace(round_dir)
+    out = Derived()
+    stem = _operator_stem(ws, round_dir)
+    perf = round_dir / layout.round_perf_name(stem) if stem else None
+    out.baseline_perf = base.baseline_perf_path(ws) or (
+        layout.baseline_dir(ws) / layout.baseline_perf_name(stem) if stem else None)
+    if out.baseline_perf is not None and out.baseline_perf.is_file():
+        out.fields["comparison_target_path"] = Path(os.path.relpath(out.baseline_perf, round_dir.resolve())).as_posix()
+    else:
+        out.notes.append("no baseline perf file: run `helix prepare-baseline` first")
+    if perf is not None and perf.is_file():
+        out.fields["perf_artifact"] = perf.name
+        if out.baseline_perf is not None and out.baseline_perf.is_file():
+            out.comparison = compare_with_baseline(ws, perf, out.baseline_perf)
+            if out.comparison.metric_source and not out.comparison.errors:
+                out.fields["effective_metric_source"] = out.comparison.metric_source
+    else:
+        out.notes.append(f"no {perf.name if perf else 'opt_<op>_perf.txt'} in {round_dir.name}: run "
+                         "`helix run-bench` on the round's operator")
+    correctness = job_status(ws, round_dir.name, "run-test")
+    benchmark = job_status(ws, round_dir.name, "run-bench")
+    if benchmark == "passed" and (out.comparison is None or out.comparison.errors):
+        benchmark = "failed"  # the job ran, but its perf file does not compare with the baseline
+    out.fields["correctness_status"] = correctness or "not_run"
+    out.fields["benchmark_status"] = benchmark or "not_run"
+    if not existing.get("parent_round"):
+        out.fields["parent_round"] = _best_completed_round(ws, n)
+    return out
+
+
+def comparison_line(derived: Derived) -> str:
+    c = derived.comparison
+    target = derived.fields.get("comparison_target_path", "the baseline perf file")
+    if c is None:
+        return "not measured (no perf file to compare)"
+    if c.errors:
+        return f"the perf files do not compare: {c.errors[0]}"
+    if c.geomean_speedup is None:
+        return f"no comparable case vs {target}"
+    avg = f", avg improvement {c.avg_improvement_pct:+.1f}%" if c.avg_improvement_pct is not None else ""
+    return f"geomean speedup {c.geomean_speedup:.2f}x{avg} vs {target} (metric {c.metric_source})"
+
+
+def write_summary_skeleton(round_dir: Path, state: dict[str, Any], derived: Derived) -> Path | None:
+    """summary.md with the fields the workflow asks for, only when it is missing (an agent's
+    or a person's text is never replaced). Returns the path when written."""
+    path = Path(round_dir) / str(state.get("summary_path") or layout.SUMMARY)
+    if path.exists():
+        return None
+    todo = "(to complete)"
+    lines = [
+        f"# {state['round']} summary", "",
+        f"Parent: {state['parent_round']}",
+        f"Hypothesis: {state['hypothesis']}",
+        f"Selected pattern: {todo}",
+        f"Primary analysis level: {todo}",
+        f"Final analysis level: {todo}",
+        f"Supporting evidence: {', '.join(state['evidence_sources'])}",
+        f"Deciding evidence: {todo}",
+        f"Code changes: {todo}",
+        f"Correctness: {state['correctness_status']}",
+        f"Benchmark: {state['benchmark_status']}; {comparison_line(derived)}",
+        f"Current best: {todo}",
+        f"Open questions: {todo}",
+    ]
+    files.atomic_write_text(path, "\n".join(lines) + "\n")
+    return path
+
+
+def report_text(round_dir: Path, path: Path, state: dict[str, Any], summary: Path | None,
+                derived: Derived) -> str:
+    """What was written, for a person or an agent reading the terminal."""
+    name = Path(round_dir).name
+    lines = [f"Wrote {name}/{path.name}:", json.dumps(state, indent=2, ensure_ascii=False),
+             f"Comparison: {comparison_line(derived)}"]
+    if summary is not None:
+        lines.append(f"Wrote {name}/{summary.name}: a skeleton with the hypothesis and the measured "
+                     "comparison; complete its '(to complete)' fields")
+    else:
+        lines.append(f"Kept {name}/{state.get('summary_path') or layout.SUMMARY} (it exists)")
+    lines += [f"Note: {note}" for note in derived.notes]
+    return "\n".join(lines)

@@ -1,0 +1,138 @@
+"""``helix round-state``: round-state.json derived from the workspace (paths, metric source,
+statuses, parent), summary.md skeleton only when missing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from builders import write_perf
+from state_fixtures import new_workspace, put_round, scaled
+
+from helix_engine.cli import main
+from helix_engine.jobs.registry import JobInfo, job_dir, new_job_id, write_job
+from helix_engine.state.checks import inspect_round
+
+
+def _round(ws: Path, n: int, cases: dict[str, Any] | None) -> Path:
+    rdir = ws / f"opt-round-{n}"
+    rdir.mkdir()
+    shutil.copy(ws / "opt-round-1" / "opt_add.py", rdir / "opt_add.py")
+    (rdir / "attempts.md").write_text("# attempts\n")
+    if cases is not None:
+        write_perf(rdir / "opt_add_perf.txt", cases)
+    return rdir
+
+
+def _job(ws: Path, kind: str, round_name: str, status: str, at: float) -> None:
+    info = JobInfo(id=new_job_id(kind), kind=kind, round=round_name, created_at=at, status=status, ended_at=at + 1)
+    folder = job_dir(ws, info.id)
+    folder.mkdir(parents=True)
+    write_job(folder, info)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    rc = main(["round-state", *args, "--json"])
+    out = capsys.readouterr().out
+    return rc, (json.loads(out) if rc == 0 else {"out": out})
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    ws = new_workspace(tmp_path)
+    put_round(ws, 1, scaled(0.5))
+    return ws
+
+
+def test_derives_paths_metric_statuses_parent_and_writes_a_loadable_state(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rdir = _round(ws, 2, scaled(0.8))
+    now = time.time()
+    _job(ws, "run-test", "opt-round-2", "failed", now - 50)
+    _job(ws, "run-test", "opt-round-2", "passed", now - 40)  # the latest one counts
+    _job(ws, "run-test", "baseline", "failed", now - 30)  # another round's job does not
+    _job(ws, "run-bench", "opt-round-2", "passed", now - 20)
+    _job(ws, "probe-bench", "opt-round-2", "failed", now - 10)  # a probe is not the canonical bench
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "hoist mask", "--evidence", "benchmark, profile")
+    assert rc == 0, data
+    state = json.loads((rdir / "round-state.json").read_text())
+    assert state["round"] == "opt-round-2" and state["parent_round"] == "opt-round-1"
+    assert state["evidence_sources"] == ["benchmark", "profile"]
+    assert state["perf_artifact"] == "opt_add_perf.txt"
+    assert state["comparison_target_path"] == "../baseline/add_perf.txt"
+    assert state["effective_metric_source"] == "kernel"
+    assert (state["correctness_status"], state["benchmark_status"]) == ("passed", "passed")
+    assert data["comparison"]["geomean_speedup"] == pytest.approx(1.25)
+    found = inspect_round(rdir)
+    assert found.state is not None and not found.issues, found.issues
+    summary = (rdir / "summary.md").read_text()
+    assert "Hypothesis: hoist mask" in summary and "geomean speedup 1.25x" in summary
+    assert "Parent: opt-round-1" in summary
+
+
+@pytest.mark.parametrize(("cases", "expected"), [
+    ({"a": (None, 6.0), "b": (None, 11.0), "c": (None, 21.0)}, "total-op"),
+    ({"a": 4.0, "b": (None, 11.0), "c": 20.0}, "mixed"),
+])
+def test_metric_source_follows_the_fallback(ws: Path, capsys: pytest.CaptureFixture[str],
+                                            cases: dict[str, Any], expected: str) -> None:
+    rdir = _round(ws, 2, cases)
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark")
+    assert rc == 0, data
+    assert data["round_state"]["effective_metric_source"] == expected
+
+
+def test_no_jobs_and_no_perf_file_is_not_run_and_explicit_flags_win(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rdir = _round(ws, 2, None)
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark")
+    assert rc == 0
+    st = data["round_state"]
+    assert (st["correctness_status"], st["benchmark_status"]) == ("not_run", "not_run")
+    assert "perf_artifact" not in st and any("run-bench" in n for n in data["notes"])
+    write_perf(rdir / "opt_add_perf.txt", scaled(0.9))
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h2", "--evidence", "benchmark",
+                    "--parent-round", "baseline", "--correctness", "passed", "--benchmark", "passed",
+                    "--metric-source", "mixed")
+    st = data["round_state"]
+    assert rc == 0 and st["parent_round"] == "baseline" and st["effective_metric_source"] == "mixed"
+    assert (st["correctness_status"], st["benchmark_status"]) == ("passed", "passed")
+    assert st["hypothesis"] == "h2"
+
+
+def test_summary_is_written_only_when_missing_and_text_output(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rdir = _round(ws, 2, scaled(0.8))
+    (rdir / "summary.md").write_text("my own summary\n")
+    assert main(["round-state", "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark"]) == 0
+    out = capsys.readouterr().out
+    assert (rdir / "summary.md").read_text() == "my own summary\n"
+    assert "Wrote opt-round-2/round-state.json" in out and "Kept opt-round-2/summary.md" in out
+    assert "geomean speedup 1.25x" in out
+
+
+def test_legacy_comparison_target_is_replaced_not_contradicted(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rdir = _round(ws, 2, scaled(0.8))
+    (rdir / "round-state.json").write_text(json.dumps({"comparison_target": "../baseline/old_perf.txt",
+                                                        "my_note": "kept"}))
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark")
+    assert rc == 0, data
+    assert "comparison_target" not in data["round_state"] and data["round_state"]["my_note"] == "kept"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--round-dir", "{ws}/baseline"], "not a round folder"),
+    (["--round-dir", "{ws}/opt-round-7"], "does not exist; open it first with `helix start-round"),
+    (["--round-dir", "{ws}/opt-round-2", "--evidence", " , "], "--evidence is empty"),
+    (["--round-dir", "{ws}/opt-round-2", "--parent-round", "round one"], "neither baseline nor opt-round-M"),
+])
+def test_refusals_are_sentences(ws: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
+    _round(ws, 2, scaled(0.8))
+    argv = [a.format(ws=ws) for a in args]
+    if "--evidence" not in argv:
+        argv += ["--evidence", "benchmark"]
+    assert main(["round-state", *argv, "--hypothesis", "h"]) == 1
+    assert message in capsys.readouterr().err
+    assert not (ws / "opt-round-2" / "round-state.json").exists()
