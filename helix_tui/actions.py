@@ -188,6 +188,8 @@ class SubmitPrefill:
     effective_metric_source: str = "kernel"
     summary_path: str = layout.SUMMARY
     status_source: str = "defaults"
+    hypothesis_source: str = ""  # "round-state.json", "start-round reason" or ""
+    summary_missing: bool = False  # the form then asks for the summary and writes it first
 
 
 def submit_prefill(snap: WorkspaceSnapshot, key: str, tracker: JobTracker | None) -> SubmitPrefill:
@@ -214,8 +216,14 @@ def submit_prefill(snap: WorkspaceSnapshot, key: str, tracker: JobTracker | None
         prefill.effective_metric_source = state.effective_metric_source or prefill.effective_metric_source
         prefill.summary_path = state.summary_path or prefill.summary_path
         prefill.status_source = "round-state.json"
+        prefill.hypothesis_source = "round-state.json" if state.hypothesis else ""
     elif view is not None and view.comparison is not None and view.comparison.metric_source:
         prefill.effective_metric_source = view.comparison.metric_source
+    if not prefill.hypothesis.strip():
+        reason = start_reason(folder)
+        if reason:
+            prefill.hypothesis, prefill.hypothesis_source = reason, "start-round reason"
+    prefill.summary_missing = summary_file(prefill) is None
     if tracker is not None:
         test = latest_job_status(tracker, n, "test")
         bench = latest_job_status(tracker, n, "bench")
@@ -226,6 +234,48 @@ def submit_prefill(snap: WorkspaceSnapshot, key: str, tracker: JobTracker | None
         if test or bench:
             prefill.status_source = "latest jobs"
     return prefill
+
+
+def start_reason(round_dir: Path) -> str | None:
+    """The reason of the latest State Update block in the round's attempts.md (start-round
+    writes it), or None when there is none or the file cannot be read."""
+    from helix_engine.workspace.markdown import parse_state_updates
+
+    try:
+        text = (round_dir / layout.ATTEMPTS).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    reasons = [u.reason.strip() for u in parse_state_updates(text) if u.reason and u.reason.strip()]
+    return reasons[-1] if reasons else None
+
+
+def summary_target(prefill: SubmitPrefill) -> Path:
+    """Where the round's summary lives: the declared summary_path inside the round folder,
+    else ``summary.md`` (a declared path outside the folder is never written)."""
+    folder = prefill.round_dir.resolve()
+    declared = (folder / prefill.summary_path).resolve() if prefill.summary_path else None
+    if declared is not None and declared.parent == folder and declared.name:
+        return declared
+    return folder / layout.SUMMARY
+
+
+def summary_file(prefill: SubmitPrefill) -> Path | None:
+    """The round's summary file when it exists (declared path or summary.md)."""
+    for path in (summary_target(prefill), prefill.round_dir / layout.SUMMARY):
+        if path.is_file():
+            return path
+    return None
+
+
+def write_summary(prefill: SubmitPrefill, text: str) -> Path:
+    """Write the summary the form collected (atomic), before submit-round checks for it."""
+    from helix_engine.workspace.files import atomic_write_text
+
+    if not text.strip():
+        raise ActionRefused("write the round summary: submit-round needs summary.md")
+    path = summary_target(prefill)
+    atomic_write_text(path, text.rstrip() + "\n")
+    return path
 
 
 def latest_job_status(tracker: JobTracker, n: int, kind: str) -> str | None:

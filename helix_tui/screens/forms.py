@@ -2,7 +2,9 @@
 
 Each form calls the same `helix_engine.state.lifecycle` function as the CLI, in a thread
 worker, and shows the engine's answer inline (status, warnings, the checker's issues, the
-guideline). The form never writes files itself: the engine does, and the watcher shows it.
+guideline). The forms leave the writing to the engine, and the watcher shows it; the one
+exception is a missing summary.md, which the submit form collects and writes (atomically)
+before calling submit-round, since the checker requires it.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, SelectionList, Static
+from textual.widgets import Button, Input, Label, Select, SelectionList, Static, TextArea
 
 from helix_engine.workspace.models import ANALYSIS_POLICIES, METRIC_SOURCES, ROUND_STRATEGIES, STATUSES, WorkspaceSnapshot
 from helix_tui import actions
 from helix_tui.render import round_key
 
 EVIDENCE_SOURCES: tuple[str, ...] = ("benchmark", "profile", "ir", "compiler-source")
+#: What the seed asks summary.md to hold (shown in the empty summary area).
+SUMMARY_PLACEHOLDER = ("The round's conclusion: the optimization points that mattered, the final pattern "
+                       "direction, the final analysis level, the evidence that decided it, open questions.")
 
 
 class EngineAnswer(Message):
@@ -75,6 +80,7 @@ class EngineForm(ModalScreen[None]):
     EngineForm .hint { color: $text-muted; height: auto; }
     EngineForm Horizontal { height: auto; margin-top: 1; }
     EngineForm SelectionList { height: auto; max-height: 6; }
+    EngineForm TextArea { height: 8; }
     """
 
     def __init__(self, snapshot: WorkspaceSnapshot) -> None:
@@ -243,8 +249,12 @@ class SubmitRoundScreen(EngineForm):
         yield Static(f"{round_key(p.number)} · statuses from {p.status_source}", classes="hint")
         yield Label("Parent round (baseline or opt-round-M)")
         yield Input(p.parent_round, id="parent", compact=True)
-        yield Label("Hypothesis")
+        yield Label("Hypothesis" + (f" (from the {p.hypothesis_source})" if p.hypothesis_source else ""))
         yield Input(p.hypothesis, id="hypothesis", compact=True)
+        if p.summary_missing:
+            yield Label(f"Summary: {p.round_dir.name}/{actions.summary_target(p).name} is missing and "
+                        "submit-round needs it; this text is written there first")
+            yield TextArea("", id="summary", soft_wrap=True, tab_behavior="focus", placeholder=SUMMARY_PLACEHOLDER)
         yield Label("Evidence sources")
         yield SelectionList[str](*[(e, e, e in p.evidence_sources) for e in EVIDENCE_SOURCES], id="evidence", compact=True)
         yield Label("Correctness status")
@@ -292,13 +302,19 @@ class SubmitRoundScreen(EngineForm):
         )
         if not fields["hypothesis"]:
             raise actions.ActionRefused("write the hypothesis this round tested")
-        round_dir = self.prefill.round_dir
+        summary = self.query("#summary").first(TextArea).text if self.query("#summary") else None
+        if summary is not None and not summary.strip():
+            raise actions.ActionRefused("write the round summary: submit-round needs summary.md")
+        prefill = self.prefill
+        round_dir = prefill.round_dir
         wf = self.snapshot.workflow
-        current = self.prefill.number if wf is not None and wf.current_round == self.prefill.number else None
+        current = prefill.number if wf is not None and wf.current_round == prefill.number else None
 
         def call() -> tuple[dict[str, Any], int]:
             from helix_engine.state.lifecycle import submit_round, write_round_state
 
+            if summary is not None and actions.summary_file(prefill) is None:
+                actions.write_summary(prefill, summary)
             write_round_state(round_dir, **fields)
             return submit_round(round_dir, current_round=current)
 
@@ -307,3 +323,4 @@ class SubmitRoundScreen(EngineForm):
     def on_engine_answer(self, message: EngineAnswer) -> None:
         super().on_engine_answer(message)
         self.run_check()
+

@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from textual.widgets import DataTable, Select, SelectionList, Static, TabbedContent
+from textual.widgets import DataTable, Input, Select, SelectionList, Static, TabbedContent, TextArea
 
 from helix_tui.app import HelixApp
 from helix_tui.screens.forms import SetRoundStateScreen, StartRoundScreen, SubmitRoundScreen
@@ -162,6 +162,10 @@ async def test_submit_round_prefills_from_jobs_and_submits(active_ws: Path) -> N
         assert "latest jobs" in shown(form.query_one(".hint"))
         # the checker's current problems show inline before anything is written
         assert await wait_for(pilot, lambda: "round-state.json" in shown(form.query_one("#check")))
+        hypothesis = form.query_one("#hypothesis", Input)
+        assert hypothesis.value and hypothesis.value in (active_ws / "opt-round-3" / "attempts.md").read_text()
+        assert not form.query("#summary")  # summary.md exists: no summary area
+        hypothesis.value = ""
         await pilot.press(*"bigger tiles")
         form.query_one("#evidence", SelectionList).select("profile")
         await pilot.press("ctrl+s")
@@ -177,20 +181,54 @@ async def test_submit_round_prefills_from_jobs_and_submits(active_ws: Path) -> N
 
 
 async def test_submit_round_shows_checker_problems_inline(active_ws: Path) -> None:
-    (active_ws / "opt-round-3" / "summary.md").unlink()
+    (active_ws / "opt-round-3" / "opt_add_perf.txt").unlink()
     app = HelixApp(active_ws, job_poll_s=0)
     async with app.run_test(size=(120, 48)) as pilot:
         await settle(pilot, app)
         await select(pilot, app, "opt-round-3")
         await pilot.press("s")
         form = app.screen
-        await pilot.press(*"bigger tiles")
+        form.query_one("#benchmark", Select).value = "passed"
+        await pilot.pause()
         await pilot.press("ctrl+s")
         answer = form.query_one("#answer", Static)
         assert await wait_for(pilot, lambda: shown(answer).startswith(("pass", "fail", "error")))
-        assert shown(answer).startswith("fail") and "summary" in shown(answer)
+        assert shown(answer).startswith("fail") and "perf" in shown(answer), shown(answer)
         state = json.loads((active_ws / ".helix" / "state.json").read_text())
         assert state["rounds"]["3"]["status"] == "active"
+
+
+async def test_submit_form_prefills_the_start_reason_and_writes_a_missing_summary(active_ws: Path) -> None:
+    """The form opened with an empty hypothesis, and submit-round failed on the missing summary.md."""
+    rdir = active_ws / "opt-round-3"
+    (rdir / "summary.md").unlink()
+    with open(rdir / "attempts.md", "a", encoding="utf-8") as handle:
+        handle.write("\n## State Update 2026-07-20T09:00:00Z\n- Source: set-current-round-state\n"
+                     "- Round strategy: exploration\n- Analysis policy: pattern_entry\n"
+                     "- Reason: vectorize the loads of the fp32 rows\n")
+    app = HelixApp(active_ws, job_poll_s=0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, "opt-round-3")
+        await pilot.press("s")
+        form = app.screen
+        assert isinstance(form, SubmitRoundScreen)
+        assert form.query_one("#hypothesis", Input).value == "vectorize the loads of the fp32 rows"
+        area = form.query_one("#summary", TextArea)
+        await pilot.press("ctrl+s")  # an empty summary is refused before anything is written
+        answer = form.query_one("#answer", Static)
+        assert await wait_for(pilot, lambda: "summary" in shown(answer))
+        assert not (rdir / "summary.md").exists() and not (rdir / "round-state.json").exists()
+        area.text = "# opt-round-3 summary\n\nVectorized loads: 1.3x on fp32 rows."
+        form.query_one("#correctness", Select).value = "passed"
+        form.query_one("#benchmark", Select).value = "passed"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        assert await wait_for(pilot, lambda: shown(answer).startswith(("pass", "fail", "error ")))
+        assert (rdir / "summary.md").read_text() == "# opt-round-3 summary\n\nVectorized loads: 1.3x on fp32 rows.\n"
+        assert shown(answer).startswith("pass"), shown(answer)
+        data = json.loads((rdir / "round-state.json").read_text())
+        assert data["hypothesis"] == "vectorize the loads of the fp32 rows" and data["summary_path"] == "summary.md"
 
 
 async def test_set_round_state_form(active_ws: Path) -> None:
