@@ -252,8 +252,7 @@ class SubmitRoundScreen(EngineForm):
         yield Label("Hypothesis" + (f" (from the {p.hypothesis_source})" if p.hypothesis_source else ""))
         yield Input(p.hypothesis, id="hypothesis", compact=True)
         if p.summary_missing:
-            yield Label(f"Summary: {p.round_dir.name}/{actions.summary_target(p).name} is missing and "
-                        "submit-round needs it; this text is written there first")
+            yield Label(f"Summary ({actions.summary_target(p).name} is missing: written before submitting)")
             yield TextArea("", id="summary", soft_wrap=True, tab_behavior="focus", placeholder=SUMMARY_PLACEHOLDER)
         yield Label("Evidence sources")
         yield SelectionList[str](*[(e, e, e in p.evidence_sources) for e in EVIDENCE_SOURCES], id="evidence", compact=True)
