@@ -44,6 +44,7 @@ class OperatorStatus:
     rounds: list[dict[str, Any]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     extra_problems: list[Problem] = field(default_factory=list)  # not already a warning line
+    next_step: str | None = None  # ours: the command that moves this workspace on
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -62,6 +63,7 @@ class OperatorStatus:
             "current_round": self.current_round,
             "rounds": self.rounds,
             "problems": [p.to_json() for p in self.problems],
+            "next_step": self.next_step,
         }
 
     def round_speedups(self) -> dict[str, float]:
@@ -132,7 +134,35 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
         rounds=rounds,
         problems=list(dict.fromkeys(problems)),
         extra_problems=[p for p in dict.fromkeys(problems) if p not in companions],
+        next_step=next_step(snap),
     )
+
+
+def next_step(snap: WorkspaceSnapshot) -> str | None:
+    """The command that moves the workspace on, when the files make it unambiguous (so a
+    freshly prepared baseline does not read as a dead end)."""
+    wf = snap.workflow
+    if wf is None:
+        no_baseline = snap.baseline is None or not snap.baseline.path.is_dir()
+        if no_baseline and snap.operator_file is not None and not snap.rounds:
+            return "helix prepare-baseline (snapshot, test and bench the operator)"
+        return None
+    if wf.phase == "awaiting_round_start" and wf.baseline.status == "passed":
+        taken = set(snap.rounds) | {int(k) for k in wf.rounds if k.isdigit()}
+        n = max(taken, default=0) + 1
+        return f"helix start-round --round-dir opt-round-{n} ... (see start-round -h)"
+    if wf.phase == "baseline" or wf.baseline.status != "passed":
+        return "helix submit-baseline --baseline-dir baseline (once baseline/ is ready)"
+    return None
+
+
+def phase_text(item: OperatorStatus) -> str:
+    """``Phase:`` line (ours): the workflow phase and the active round."""
+    if item.phase is None:
+        return "Phase: no workflow state (.helix/state.json)"
+    if item.phase == "round_active" and item.current_round is not None:
+        return f"Phase: round_active, current round opt-round-{item.current_round}"
+    return f"Phase: {item.phase}, no active round"
 
 
 def _evaluation_problems(snap: WorkspaceSnapshot) -> set[Problem]:
@@ -191,6 +221,7 @@ def render_best_text(items: list[OperatorStatus], *, color: bool = False) -> str
     for item in _sorted(items):
         lines.append(_paint(f"[{_TAGS[item.state]}] {item.name}", item.state, color))
         if item.state == "no-session":
+            lines += _ours(item)
             continue
         imp = None if item.avg_improvement is None else item.avg_improvement * 100.0
         lines.append(f"  Avg improvement: {'unknown' if imp is None else f'{imp:+.1f}%'}")
@@ -210,9 +241,18 @@ def render_best_text(items: list[OperatorStatus], *, color: bool = False) -> str
         if len(item.extra_problems) > len(shown):
             lines += _wrap(f"... and {len(item.extra_problems) - len(shown)} more problems "
                            "(`helix status --json` lists them all)")
+        lines += _ours(item)
     counts = {s: sum(1 for i in items if i.state == s) for s in _TAGS}
     lines.append(f"Summary: {counts['ok']} ok, {counts['warning']} warning, {counts['no-session']} no-session")
     return "\n".join(lines) + "\n"
+
+
+def _ours(item: OperatorStatus) -> list[str]:
+    """Phase and next step, after the upstream lines (80 columns)."""
+    lines = _wrap(phase_text(item))
+    if item.next_step:
+        lines += _wrap(f"Next: {item.next_step}")
+    return lines
 
 
 def render_best_json(items: list[OperatorStatus]) -> dict[str, Any]:

@@ -48,6 +48,8 @@ def test_text_block_matches_upstream(folder: Path, capsys: pytest.CaptureFixture
         "  Logged best: round-1\n"
         "  Warning: numeric best round != logged best. computed speedup: 1.49x; logged\n"
         "    speedup: 1.16x\n"
+        "  Phase: awaiting_round_start, no active round\n"  # ours, after the upstream lines
+        "  Next: helix start-round --round-dir opt-round-3 ... (see start-round -h)\n"
         "Summary: 1 ok, 0 warning, 0 no-session\n"
     )
     assert "\033[" not in out  # no colour when stdout is not a terminal
@@ -232,3 +234,40 @@ def test_status_imports_no_torch_triton_or_textual(folder: Path) -> None:
             "print(rc, sorted(m for m in ('torch', 'triton', 'textual', 'torch_npu') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "0 []", proc.stderr
+
+
+def test_prepared_baseline_without_rounds_says_what_to_run_next(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """After prepare-baseline, upstream's [NO-SESSION] alone read as a dead end."""
+    from tests.builders import workflow_state, write_workflow_state
+
+    ws = build_workspace(tmp_path, name="fresh", baseline=BASE, rounds=[], opt_note=False)
+    write_workflow_state(ws, workflow_state())  # what submit-baseline leaves
+    rc, out, _ = _run(capsys, str(ws))
+    assert rc == 0
+    assert out == (
+        "[NO-SESSION] fresh\n"
+        "  Phase: awaiting_round_start, no active round\n"
+        "  Next: helix start-round --round-dir opt-round-1 ... (see start-round -h)\n"
+        "Summary: 0 ok, 0 warning, 1 no-session\n"
+    )
+    rc, out, _ = _run(capsys, str(ws), "--json")
+    op = json.loads(out)["operators"][0]
+    assert op["state"] == "no-session" and op["next_step"].startswith("helix start-round --round-dir opt-round-1")
+
+
+def test_active_round_shows_phase_and_round_and_no_next(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.builders import workflow_state, write_workflow_state
+
+    ws = build_workspace(tmp_path, name="busy", baseline=BASE, rounds=[R1])
+    write_workflow_state(ws, workflow_state(phase="round_active", current_round=2, rounds={1: "passed", 2: "active"}))
+    rc, out, _ = _run(capsys, str(ws))
+    assert rc == 0 and "  Phase: round_active, current round opt-round-2\n" in out
+    assert "Next:" not in out and all(len(line) <= 80 for line in out.splitlines())
+
+
+def test_operator_without_baseline_is_told_to_prepare_it(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = _run(capsys, str(folder))
+    assert rc == 0 and out.splitlines()[:3] == [
+        "[NO-SESSION] empty", "  Phase: no workflow state (.helix/state.json)",
+        "  Next: helix prepare-baseline (snapshot, test and bench the operator)"]
