@@ -120,10 +120,31 @@ def format_event(event: dict[str, Any]) -> str:
     elif kind == "log":
         body = str(event.get("msg", ""))
     elif kind == "result":
-        body = "result " + json.dumps(event.get("payload"), ensure_ascii=False, default=str)
+        body = result_summary(event.get("payload"))
     else:
         body = json.dumps(event, ensure_ascii=False, default=str)
     return _cut(head + " ".join(body.split()), WIDTH)
+
+
+def result_summary(payload: Any) -> str:
+    """The worker's final ``result`` event in words (it used to print ``result {}``)."""
+    if not isinstance(payload, dict):
+        return "result: finished"
+    if payload.get("error"):
+        return f"result: error: {payload['error']}"
+    parts: list[str] = []
+    if isinstance(payload.get("cases"), int):
+        errors = payload.get("case_errors") or 0
+        parts.append(f"{payload['cases']} case(s) measured" + (f", {errors} with errors" if errors else ""))
+    if payload.get("return_code") is not None:
+        parts.append("test passed" if payload["return_code"] == 0 else f"test failed (return code {payload['return_code']})")
+    if payload.get("accuracy"):
+        parts.append(f"accuracy {payload['accuracy']}")
+    if payload.get("archived_result"):
+        parts.append(f"archived {Path(str(payload['archived_result'])).name}")
+    known = {"error", "cases", "case_errors", "return_code", "accuracy", "archived_result"}
+    parts += [f"{k} {v}" for k, v in payload.items() if k not in known]
+    return "result: " + ("; ".join(parts) if parts else "finished")
 
 
 def _num(value: Any, plus: int) -> str:
@@ -231,7 +252,12 @@ def cmd_show(args: argparse.Namespace) -> int:
             print(_cut(f"{key + ':':<11}{value}", WIDTH))
     if progress:
         print(f"{'progress:':<11}{progress[0]}/{progress[1]} ({len(finished)} cases finished)")
-    print(_cut(f"{'command:':<11}{' '.join(job.argv)}", WIDTH))
+    command = job.command
+    if command:  # the user's helix command line; the worker's argv is in --json
+        print(textwrap.fill(str(command), WIDTH, initial_indent="command:   ", subsequent_indent=" " * 11,
+                            break_long_words=False, break_on_hyphens=False))
+    else:  # a job.json written before the command was recorded
+        print(_cut(f"{'worker:':<11}{' '.join(job.argv)}", WIDTH))
     if job.message:
         print(textwrap.fill(job.message, WIDTH, initial_indent="message:   ", subsequent_indent=" " * 11))
     print(_cut(f"{'folder:':<11}{folder}", WIDTH))

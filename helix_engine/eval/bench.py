@@ -280,7 +280,7 @@ def run_bench(
         text, compare_rc, comps = compare_files(baseline_perf, perf_path, metric_source, skip_latency_errors)
         lines.append(text.rstrip("\n"))
         outcome.comparison, outcome.comparison_text, outcome.exit_code = comps, text, compare_rc
-    else:
+    elif rc == 0:  # a cancelled or failed bench is nothing to compare
         lines.append("Next: compare it with `helix compare-perf --baseline <baseline perf file> "
                      f"--compare {perf_path}`")
     outcome.text = "\n".join(lines)

@@ -297,6 +297,11 @@ def main(argv: list[str] | None = None) -> int:
         result, rc = {"error": f"{type(exc).__name__}: {exc}"}, 1
     write_result(Path(request["result_path"]), result)
     summary = {k: v for k, v in result.items() if k in ("error", "return_code", "archived_result")}
+    if isinstance(result.get("records"), list):  # `helix jobs tail` prints this, not `result {}`
+        summary["cases"] = len(result["records"])
+        summary["case_errors"] = sum(1 for r in result["records"] if r.get("error_message"))
+    if isinstance(result.get("comparison"), dict):
+        summary["accuracy"] = "passed" if result["comparison"].get("passed") else "failed"
     events.result(summary)
     sys.stdout.flush()
     return rc

@@ -15,7 +15,9 @@ import json
 import os
 import re
 import secrets
+import shlex
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
@@ -61,6 +63,9 @@ class JobInfo(BaseModel):
     status: JobStatus = "queued"
     exit_code: int | None = None
     message: str | None = None
+    #: the user's command line that made the job (``helix run-bench --operator-file …``);
+    #: None in job.json files written before it was recorded, or for jobs not made by the CLI
+    command: str | None = None
 
     @property
     def active(self) -> bool:
@@ -68,6 +73,18 @@ class JobInfo(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def user_command(argv: list[str] | None = None) -> str | None:
+    """The helix command line this process runs (``helix run-bench --operator-file …``), for
+    job.json; None when the process is not the helix CLI (a test, an embedding program)."""
+    argv = list(sys.argv if argv is None else argv)
+    if not argv:
+        return None
+    prog = argv[0].replace(os.sep, "/")
+    if Path(prog).name != "helix" and not prog.endswith(("helix_engine/__main__.py", "helix_tui/__main__.py")):
+        return None
+    return shlex.join(["helix", *argv[1:]])
 
 
 def jobs_root(ws: Path) -> Path:

@@ -29,7 +29,7 @@ from helix_engine.jobs.events import EVENTS_NAME
 from helix_engine.jobs.interrupts import install_interrupt_handlers  # noqa: F401 - re-exported
 from helix_engine.jobs.registry import (
     ACTIVE_STATUSES, OUTPUT_NAME, JobInfo, cancel_requested, job_dir, job_lock, load_job,
-    new_job_id, read_events, read_job_file, request_cancel, write_job,
+    new_job_id, read_events, read_job_file, request_cancel, user_command, write_job,
 )
 from helix_engine.jobs.settings import (  # noqa: F401 - re-exported for callers
     DEFAULT_TIMEOUT_S, RSS_ENV, TIMEOUT_ENV, child_environment, resolve_rss_limit, resolve_timeout,
@@ -298,7 +298,7 @@ def run_job(
         id=folder.name, kind=kind, argv=[str(a) for a in argv], round=round_name, backend=be.name,
         supervisor_pid=os.getpid(), created_at=time.time(), status="queued",
         supervisor_start_ticks=procs.start_ticks(os.getpid()), host=socket.gethostname(),
-        timeout_s=limit_s, cwd=str(cwd or ws), device_pool=device_pool,
+        timeout_s=limit_s, cwd=str(cwd or ws), device_pool=device_pool, command=user_command(),
     )
     sup = _Supervisor(ws, folder, info, be, on_event, grace_s)
     sup.write()

@@ -129,3 +129,42 @@ def test_backend_text_names_what_was_found_and_why_not_the_others(
     assert data["adapter"]["visible_devices_var"] == "CUDA_VISIBLE_DEVICES"
     assert main(["backend"]) == 0
     assert "warning: HELIX_BACKEND=npu is not usable: torch_npu is not installed" in capsys.readouterr().out
+
+
+def test_show_prints_the_users_command_and_old_job_json_still_loads(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from helix_engine.jobs.registry import load_job, user_command
+
+    long_argv = ["/usr/bin/python3", "-m", "helix_engine.eval.worker", "/w/.helix/tmp/" + "x" * 80 + "/request.json"]
+    cmd = "helix run-bench --operator-file opt-round-12/opt_softmax.py --baseline-operator-file baseline/softmax.py"
+    _job(tmp_path, "c1", argv=long_argv, command=cmd)
+    assert main(["jobs", "show", "c1", "-w", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    shown = " ".join(line[11:] for line in out.splitlines() if line.startswith(("command:", "           ")))
+    assert shown.split() == cmd.split()  # whole, wrapped at 80 columns, not the worker's argv
+    assert "helix_engine.eval.worker" not in out and all(len(line) <= 80 for line in out.splitlines())
+    old = tmp_path / ".helix" / "jobs" / "old1"
+    old.mkdir(parents=True)
+    (old / "job.json").write_text(json.dumps({"id": "old1", "kind": "run-bench", "argv": long_argv,
+                                              "created_at": 1.0, "status": "passed"}))
+    assert load_job(tmp_path, "old1").command is None
+    assert main(["jobs", "show", "old1", "-w", str(tmp_path)]) == 0
+    assert "worker:    /usr/bin/python3 -m helix_engine.eval.worker" in capsys.readouterr().out
+    assert user_command(["/venv/bin/helix", "run-bench", "--operator-file", "a b.py"]) == \
+        "helix run-bench --operator-file 'a b.py'"
+    assert user_command(["/x/helix_engine/__main__.py", "run-test", "--json"]) == "helix run-test --json"
+    assert user_command(["/usr/bin/pytest", "-q"]) is None
+
+
+@pytest.mark.parametrize(("payload", "expected"), [
+    ({}, "result: finished"),
+    ({"cases": 4, "case_errors": 0}, "result: 4 case(s) measured"),
+    ({"cases": 4, "case_errors": 1}, "result: 4 case(s) measured, 1 with errors"),
+    ({"return_code": 0, "accuracy": "passed", "archived_result": "/w/softmax_result.pt"},
+     "result: test passed; accuracy passed; archived softmax_result.pt"),
+    ({"return_code": 1}, "result: test failed (return code 1)"),
+    ({"error": "opt_x.py:3: SyntaxError: invalid syntax"}, "result: error: opt_x.py:3: SyntaxError: invalid syntax"),
+])
+def test_tail_prints_the_result_event_in_words(payload: dict[str, object], expected: str) -> None:
+    line = format_event({"event": "result", "ts": 0, "payload": payload})
+    assert line.split(" ", 1)[1] == expected
