@@ -91,6 +91,7 @@ def _set_current_round_state(args: argparse.Namespace) -> int:
     from helix_engine.state import workflow
     from helix_engine.state.lifecycle import set_current_round_state
 
+    found = None
     if args.workspace:
         workspace = Path(args.workspace)
     else:
@@ -100,6 +101,13 @@ def _set_current_round_state(args: argparse.Namespace) -> int:
     payload, code = set_current_round_state(
         workspace, args.reason, round_strategy=args.round_strategy, analysis_policy=args.analysis_policy
     )
+    if code != 0 and payload.get("issues") == [workflow.STATE_MISSING]:
+        # The upstream issue stays; the guideline first says where helix looked and how to point it.
+        where = (f"{workspace} has no .helix/state.json" if args.workspace else
+                 f"no .helix/state.json in {Path.cwd()} or any folder above it")
+        payload["guideline"] = (f"{where[0].upper()}{where[1:]}: cd into the operator workspace (or pass "
+                                "--workspace PATH) and run `helix set-current-round-state` again. If the "
+                                f"workspace itself has none: {payload.get('guideline', '')}")
     print_json(payload)
     return code
 

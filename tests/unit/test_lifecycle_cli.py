@@ -92,3 +92,21 @@ def test_eval_help_fits_80_columns(command: str, capsys: pytest.CaptureFixture[s
         main([command, "--help"])
     out = capsys.readouterr().out
     assert all(len(line) <= 80 for line in out.splitlines()), out
+
+
+def test_set_state_outside_a_workspace_says_cd_or_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from the wrong folder, the upstream guideline alone sent agents to repair a healthy session."""
+    from helix_engine.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["set-current-round-state", "--round-strategy", "exploration", "--reason", "r"]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["issues"] == ["optimize workflow state is not available"]  # upstream's issue, kept
+    assert payload["guideline"].startswith(f"No .helix/state.json in {tmp_path} or any folder above it: cd into "
+                                           "the operator workspace (or pass --workspace PATH)")
+    assert "`helix submit-baseline`" in payload["guideline"]
+    assert main(["set-current-round-state", "--round-strategy", "exploration", "--reason", "r",
+                 "--workspace", str(tmp_path)]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["guideline"].startswith(f"{tmp_path} has no .helix/state.json: cd into the operator workspace")
