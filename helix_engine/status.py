@@ -143,10 +143,13 @@ def next_step(snap: WorkspaceSnapshot) -> str | None:
     freshly prepared baseline does not read as a dead end)."""
     wf = snap.workflow
     if wf is None:
-        no_baseline = snap.baseline is None or not snap.baseline.path.is_dir()
-        if no_baseline and snap.operator_file is not None and not snap.rounds:
-            return "helix prepare-baseline (snapshot, test and bench the operator)"
-        return None
+        if snap.rounds or snap.operator_file is None:
+            return None
+        state = snap.baseline.state if snap.baseline is not None else None
+        if state is not None and state.baseline_established and state.correctness_status == "passed" \
+                and state.benchmark_status == "passed":
+            return "helix submit-baseline --baseline-dir baseline"
+        return "helix prepare-baseline (snapshot, test and bench the operator)"
     if wf.phase == "awaiting_round_start" and wf.baseline.status == "passed":
         taken = set(snap.rounds) | {int(k) for k in wf.rounds if k.isdigit()}
         n = max(taken, default=0) + 1

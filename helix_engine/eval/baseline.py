@@ -16,6 +16,7 @@ from helix_engine.errors import HelixError
 from helix_engine.eval.bench import run_bench
 from helix_engine.eval.loader import find_bench_file, find_test_file, test_mode_of
 from helix_engine.eval.test import run_test
+from helix_engine.eval.usercode import UserCodeError
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import atomic_write_json, atomic_write_text, workspace_lock
 from helix_engine.workspace.models import BaselineState
@@ -61,8 +62,14 @@ def prepare_baseline(
     for stale in (layout.result_path_for(base_op), layout.perf_path_for(base_op)):
         stale.unlink(missing_ok=True)  # never report a result of an older snapshot
 
-    test = run_test(base_op, test_file, mode, backend=backend, on_event=on_event)
-    bench = run_bench(base_op, bench_file, bench_mode, backend=backend, on_event=on_event)
+    try:
+        test = run_test(base_op, test_file, mode, backend=backend, on_event=on_event)
+        bench = run_bench(base_op, bench_file, bench_mode, backend=backend, on_event=on_event)
+    except UserCodeError as exc:
+        if Path(exc.file).resolve() != base_op.resolve():
+            raise
+        # baseline/<op>.py is a copy: name the file the user edits (same lines)
+        raise UserCodeError(op, exc.line, exc.error, exc.user_traceback, exc.what) from None
     perf = layout.perf_path_for(base_op)
     correctness = "passed" if test.exit_code == 0 else "failed"
     benchmark = "passed" if bench.exit_code == 0 and perf.is_file() else "failed"

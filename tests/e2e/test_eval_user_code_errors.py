@@ -105,3 +105,16 @@ def test_error_raised_in_a_module_the_operator_imports_names_that_module(tmp_pat
         import_file(op)
     assert str(exc.value).startswith("helper_mod_uc.py:2: SyntaxError:")
     assert exc.value.line == 2
+
+
+def test_prepare_baseline_names_the_operator_the_user_edits(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = make_ws(tmp_path, "softmax", standalone=False)
+    op = ws / "softmax.py"
+    lines = op.read_text().splitlines()
+    lines.insert(3, "x = (((")
+    op.write_text("\n".join(lines) + "\n")
+    monkeypatch.chdir(ws)
+    assert main(["prepare-baseline", "."]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: softmax.py:4: SyntaxError: '(' was never closed — fix the operator and run again" in out, out

@@ -271,3 +271,10 @@ def test_operator_without_baseline_is_told_to_prepare_it(folder: Path, capsys: p
     assert rc == 0 and out.splitlines()[:3] == [
         "[NO-SESSION] empty", "  Phase: no workflow state (.helix/state.json)",
         "  Next: helix prepare-baseline (snapshot, test and bench the operator)"]
+
+
+def test_established_but_unsubmitted_baseline_is_told_to_submit(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    ws = build_workspace(tmp_path, name="unsubmitted", baseline=BASE, rounds=[], opt_note=False, workflow=False)
+    rc, out, _ = _run(capsys, str(ws))
+    assert rc == 0 and "  Next: helix submit-baseline --baseline-dir baseline\n" in out
