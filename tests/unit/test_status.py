@@ -101,8 +101,10 @@ def test_json_has_upstream_keys_then_ours(folder: Path, capsys: pytest.CaptureFi
 
 
 def test_format_json_equals_json_flag_and_input_alias(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, a, _ = _run(capsys, "-i", str(folder), "--format", "json")
-    _, b, _ = _run(capsys, str(folder), "--json")
+    rc_a, a, _ = _run(capsys, "-i", str(folder), "--format", "json")
+    rc_b, b, _ = _run(capsys, str(folder), "--json")
+    assert rc_a == rc_b == 0
+    assert [o["name"] for o in json.loads(a)["operators"]] == ["empty", "beta", "gamma", "zeta"]
     assert a == b
 
 
