@@ -91,6 +91,7 @@ def test_eval_help_fits_80_columns(command: str, capsys: pytest.CaptureFixture[s
     with pytest.raises(SystemExit):
         main([command, "--help"])
     out = capsys.readouterr().out
+    assert out.startswith(f"usage: helix {command} ") and "-h, --help" in out, out
     assert all(len(line) <= 80 for line in out.splitlines()), out
 
 
