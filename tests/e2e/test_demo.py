@@ -142,6 +142,7 @@ def test_read_note_rejects_an_incomplete_note(tmp_path: Path) -> None:
 
 
 def test_every_shipped_note_parses() -> None:
+    assert {"softmax", "layernorm", "matmul"} <= set(demo.list_examples())
     for name in demo.list_examples():
         notes = [demo.read_note(demo.examples_root() / name / "candidates" / f"round-{n}.md") for n in (1, 2)]
         assert [n.expect for n in notes] == ["improvement", "regression"]
