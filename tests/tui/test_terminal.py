@@ -68,7 +68,7 @@ def test_paints_and_exits_cleanly(tmp_path: Path, term: str, how: str) -> None:
             assert b"38;5;" not in out  # 16 colours only: no 256-colour escapes
         if how == "q":
             os.write(fd, b"q")
-            _read_until(fd, b"\x1b[?1049l", timeout=10)  # the alternate screen is left
+            assert b"\x1b[?1049l" in _read_until(fd, b"\x1b[?1049l", timeout=10)  # the alternate screen is left
         elif how == "hangup":
             os.kill(pid, signal.SIGHUP)
         else:
