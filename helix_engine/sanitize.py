@@ -1,0 +1,56 @@
+"""The one sanitizer for workspace text on its way to a terminal.
+
+Why: a workspace is written by agents, colleagues or anyone with access to a shared server.
+A case label, folder name, job field, op name or markdown line can carry terminal escape
+sequences (``ESC ]0;title BEL`` renames the window, ``ESC ]52;c;… BEL`` writes the
+clipboard, ``ESC [2J`` clears the screen) or bidi overrides that make text read differently
+from what it is. Every workspace-derived string printed as text, markdown or trend output,
+and every one the cockpit shows, passes through :func:`clean` first.
+
+What changes: C0 controls (except newline and tab where the text is multi-line), DEL, C1
+controls, bidi embeddings/overrides/isolates and marks, lone surrogates (undecodable bytes
+of a file name read with ``surrogateescape``), and the line/paragraph separators become
+visible escapes such as ``\\x1b``, ``\\u202e`` or ``\\udcff``. Everything else, including
+all printable non-ASCII text, is kept as is, so ordinary output stays byte-identical.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: Bidi formatting characters (LRE RLE PDF LRO RLO, LRI RLI FSI PDI), marks (LRM RLM ALM)
+#: and the Unicode line/paragraph separators, which some terminals treat as newlines.
+_BIDI = "\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u2028\u2029"
+_UNSAFE_LINE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}\ud800-\udfff]")
+_UNSAFE_BLOCK = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI}\ud800-\udfff]")
+
+
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean(text: Any, *, multiline: bool = False) -> str:
+    """``text`` (any value; ``str()`` is taken) with every unsafe character made visible.
+
+    ``multiline`` keeps ``\\n`` and ``\\t`` (markdown bodies, logs); a ``\\r`` is always
+    escaped, since a bare carriage return lets a line overwrite what was printed before it.
+    """
+    if not isinstance(text, str):
+        text = "" if text is None else str(text)
+    pattern = _UNSAFE_BLOCK if multiline else _UNSAFE_LINE
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_visible, text)
+
+
+def clean_name(name: Any) -> str:
+    """A file or folder name for display: undecodable bytes and controls made visible."""
+    return clean(name)
+
+
+def is_clean(text: str, *, multiline: bool = False) -> bool:
+    """True when :func:`clean` would leave ``text`` unchanged."""
+    pattern = _UNSAFE_BLOCK if multiline else _UNSAFE_LINE
+    return pattern.search(text) is None
