@@ -84,21 +84,40 @@ def group_members(pgid: int) -> list[tuple[int, int]]:
     return out
 
 
-def own_group(pgid: int | None, leader_start_ticks: int | None) -> int | None:
-    """``pgid`` when it is still the job's group, None when that id now belongs to others.
+def process_group_of(pid: int) -> int | None:
+    """The process group ``pid`` is in now, from /proc (None when unknown)."""
+    fields = _stat_fields(pid)
+    if fields is None or len(fields) < 3:
+        return None
+    try:
+        return int(fields[2])
+    except ValueError:
+        return None
 
-    Linux never hands out a PID still used as a process-group id, so a group whose leader
-    is gone but which still has members is the job's; a live leader with another start
-    time means the id was reused after the job's group emptied.
+
+def _plain_int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def proven_job_group(pid: object, pid_start_ticks: object, pgid: object) -> int | None:
+    """The job's process group, only when helix can prove it is the job's; else None.
+
+    Proof: the recorded child ``pid`` runs now with the start time recorded at launch, it
+    leads the recorded group (helix starts every job child in a session of its own, so
+    ``pgid == pid``), and /proc says that process is in that group now. Why so strict: pids
+    and group ids come from job.json, which anyone who can write the workspace can craft; a
+    group that cannot be proven is never signalled (its own supervisor still can stop it).
     """
-    if not isinstance(pgid, int) or isinstance(pgid, bool) or not 1 < pgid < 2**22 + 1:
+    pid, ticks, group = _plain_int(pid), _plain_int(pid_start_ticks), _plain_int(pgid)
+    if pid is None or ticks is None or group is None or pid != group or not 1 < pid < 2**22 + 1:
         return None
-    if not isinstance(leader_start_ticks, int):
-        leader_start_ticks = None
-    now = start_ticks(pgid)
-    if now is not None and leader_start_ticks is not None and now != leader_start_ticks:
+    if group == os.getpgrp() or pid == os.getpid():
         return None
-    return pgid
+    if start_ticks(pid) != ticks or not pid_alive(pid, ticks):
+        return None
+    if process_group_of(pid) != group:
+        return None
+    return group
 
 
 def group_rss_bytes(pgid: int) -> int:

@@ -29,8 +29,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from helix_engine.errors import HelixError
 from helix_engine.jobs.events import EVENTS_NAME
 from helix_engine.jobs.procs import pid_alive
+from helix_engine.sanitize import clean
 from helix_engine.workspace.files import atomic_write_json
 from helix_engine.workspace.layout import HELIX_DIR, JOBS_DIR
+from helix_engine.workspace.models import Problem
 
 JobStatus = Literal["queued", "running", "passed", "failed", "timeout", "cancelled", "lost"]
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "passed", "failed", "timeout", "cancelled", "lost")
@@ -109,9 +111,23 @@ def write_job(folder: Path, info: JobInfo) -> None:
     atomic_write_json(Path(folder) / JOB_NAME, info.to_json())
 
 
+class JobRecordError(ValueError):
+    """A job.json that helix will not act on (its id is not the folder it lives in)."""
+
+
 def _read_job(folder: Path) -> JobInfo:
+    """job.json of ``folder``; raises when it is damaged or names another id than its folder.
+
+    Why the id check: every consumer builds paths from ``info.id`` (``jobs_root / id``); an id
+    read from a crafted file (``"../../x"``, ``"/home"``) must never reach one.
+    """
     data = json.loads((Path(folder) / JOB_NAME).read_text(encoding="utf-8"))
-    return JobInfo.model_validate(data)
+    info = JobInfo.model_validate(data)
+    if info.id != Path(folder).name or not _ID_RE.match(info.id):
+        raise JobRecordError(
+            f"job.json names the id {clean(info.id)!r}, not its folder {clean(Path(folder).name)!r}"
+        )
+    return info
 
 
 def with_liveness(info: JobInfo, folder: Path | None = None) -> JobInfo:
@@ -162,32 +178,79 @@ def load_job(ws: Path, job_id: str) -> JobInfo:
     try:
         info = _read_job(folder)
     except (OSError, ValueError, ValidationError) as exc:
+        why = str(exc) if isinstance(exc, JobRecordError) else f"is unreadable ({type(exc).__name__})"
         raise HelixError(
-            f"{folder / JOB_NAME} is unreadable ({type(exc).__name__}); the job record is "
-            "damaged, delete that folder"
+            f"{clean(folder / JOB_NAME)}: {why}; the job record is damaged, delete that folder"
         ) from None
     return with_liveness(info, folder)
 
 
-def _job_folders(ws: Path) -> list[Path]:
+def _trusted_root(ws: Path) -> Path | None:
+    """``.helix/jobs`` when it is a real folder inside the workspace, else None.
+
+    Why: a ``.helix`` or ``jobs`` that is a symlink would make "a child of the jobs folder"
+    mean a folder anywhere on disk; helix then lists and deletes nothing there.
+    """
     root = jobs_root(ws)
     try:
-        return [p for p in root.iterdir() if p.is_dir() and _ID_RE.match(p.name)]
+        if (Path(ws) / HELIX_DIR).is_symlink() or root.is_symlink() or not root.is_dir():
+            return None
+        real_ws = os.path.realpath(ws)
+        if os.path.realpath(root) != os.path.join(real_ws, HELIX_DIR, JOBS_DIR):
+            return None
+    except OSError:
+        return None
+    return root
+
+
+def _job_folders(ws: Path) -> list[Path]:
+    """Direct, real (not symlinked) sub-folders of ``.helix/jobs`` named like a job id."""
+    root = _trusted_root(ws)
+    if root is None:
+        return []
+    try:
+        with os.scandir(root) as entries:
+            return [root / e.name for e in entries
+                    if _ID_RE.match(e.name) and e.is_dir(follow_symlinks=False)]
     except OSError:
         return []
 
 
-def list_jobs(ws: Path) -> list[JobInfo]:
-    """Every readable job, newest first; damaged records are skipped, never raised."""
-    jobs: list[JobInfo] = []
+def scan_jobs(ws: Path) -> tuple[list[tuple[Path, JobInfo]], list[Problem]]:
+    """Every readable job with the folder helix found it in (newest first), and a problem for
+    each folder helix will not act on (damaged job.json, an id that is not its folder, a
+    symlink where a job folder should be, a jobs folder linked elsewhere)."""
+    root = jobs_root(ws)
+    shown_root = f"{HELIX_DIR}/{JOBS_DIR}"
+    problems: list[Problem] = []
+    if _trusted_root(ws) is None:
+        if os.path.lexists(root) or os.path.islink(Path(ws) / HELIX_DIR):
+            problems.append(Problem(shown_root, "is not a real folder inside the workspace (a symbolic "
+                                    "link or another kind of file); helix ignores it. Remove it and "
+                                    "run the jobs again"))
+        return [], problems
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        for entry in entries:
+            if entry.is_symlink():
+                problems.append(Problem(f"{shown_root}/{clean(entry.name)}", "is a symbolic link, not a "
+                                        "job folder; helix ignores it. Remove it"))
+    found: list[tuple[Path, JobInfo]] = []
     for folder in _job_folders(ws):
         try:
             info = _read_job(folder)
-        except (OSError, ValueError, ValidationError):
+        except (OSError, ValueError, ValidationError) as exc:
+            why = str(exc) if isinstance(exc, JobRecordError) else f"is unreadable ({type(exc).__name__})"
+            problems.append(Problem(f"{shown_root}/{folder.name}/{JOB_NAME}",
+                                    f"{why}; helix ignores this job. Delete the folder {folder.name}"))
             continue
-        jobs.append(with_liveness(info, folder))
-    jobs.sort(key=lambda j: (j.created_at, j.id), reverse=True)
-    return jobs
+        found.append((folder, with_liveness(info, folder)))
+    found.sort(key=lambda pair: (pair[1].created_at, pair[1].id), reverse=True)
+    return found, problems
+
+
+def list_jobs(ws: Path) -> list[JobInfo]:
+    """Every readable job, newest first; damaged records are skipped, never raised."""
+    return [info for _folder, info in scan_jobs(ws)[0]]
 
 
 def read_events(job_dir: Path, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
@@ -263,14 +326,22 @@ def prune_jobs(ws: Path, keep: int = 100) -> list[str]:
     """
     import shutil
 
+    root = _trusted_root(ws)
+    if root is None:
+        return []
+    real_root = os.path.realpath(root)
     removed: list[str] = []
-    jobs = list_jobs(ws)
-    for info in jobs[max(0, keep):]:
+    jobs, _problems = scan_jobs(ws)
+    for folder, info in jobs[max(0, keep):]:
         if info.status in ACTIVE_STATUSES:
             continue
-        shutil.rmtree(jobs_root(ws) / info.id, ignore_errors=True)
-        removed.append(info.id)
-    logs = sorted(jobs_root(ws).glob("spawn-*.log"), reverse=True)
+        # Only a folder helix listed itself: a real directory whose resolved parent is the
+        # jobs folder (checked again now, in case it was swapped for a link since the scan).
+        if folder.is_symlink() or os.path.dirname(os.path.realpath(folder)) != real_root:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder.name)
+    logs = sorted((p for p in root.glob("spawn-*.log") if p.parent == root), reverse=True)
     for old in logs[max(0, keep):]:
         with contextlib.suppress(OSError):
             old.unlink()

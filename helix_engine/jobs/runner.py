@@ -360,26 +360,32 @@ def cancel_job(ws: Path, job_id: str, grace_s: float = 5.0) -> JobInfo:
     """Stop a job: SIGTERM its process group, SIGKILL after ``grace_s``; status cancelled.
 
     Works across processes: a cancel marker tells the supervisor (also while the job is
-    queued for a device); if the supervisor is gone, the job is finalized here.
+    queued for a device); if the supervisor is gone, the job is finalized here. A process
+    group is signalled only when :func:`procs.proven_job_group` proves it is the job's (the
+    pid, its start time and its group all match what the supervisor recorded at launch); a
+    lost job is never signalled, whatever its job.json says.
     """
     info = load_job(ws, job_id)
     folder = job_dir(ws, info.id)
     extra = info.model_extra or {}
     remote = extra.get("host") not in (None, "", socket.gethostname())
-    pgid = None if remote else procs.own_group(extra.get("pgid"), extra.get("pid_start_ticks"))
+
+    def proven() -> int | None:
+        return None if remote else procs.proven_job_group(info.pid, extra.get("pid_start_ticks"), extra.get("pgid"))
+
     if info.status not in ACTIVE_STATUSES:
-        if info.status == "lost":
-            procs.terminate_group(pgid, grace_s)  # leftovers of a dead supervisor
         return info
     request_cancel(folder)
-    if pgid and procs.pid_alive(info.pid, extra.get("pid_start_ticks")):
+    pgid = proven()
+    if pgid is not None:
         procs.terminate_group(pgid, grace_s)
+    supervisor_ticks = extra.get("supervisor_start_ticks")
     deadline = time.monotonic() + grace_s + 5.0
     while time.monotonic() < deadline:
-        current = load_job(ws, info.id)
+        current = read_job_file(folder)  # the record itself: "lost" is what we are settling
         if current.status not in ACTIVE_STATUSES:
             return current
-        if not remote and not procs.pid_alive(current.supervisor_pid, extra.get("supervisor_start_ticks")):
+        if not remote and not procs.pid_alive(current.supervisor_pid, supervisor_ticks):
             break
         time.sleep(0.05)
     if remote:  # only its own supervisor (on that host) can stop it; it reads the marker
@@ -387,7 +393,9 @@ def cancel_job(ws: Path, job_id: str, grace_s: float = 5.0) -> JobInfo:
     with job_lock(folder):
         current = read_job_file(folder)
         if current.status in ACTIVE_STATUSES:
-            procs.terminate_group(pgid, 0.5)
+            pgid = proven()
+            if pgid is not None:
+                procs.terminate_group(pgid, 0.5)
             current.status = "cancelled"
             current.ended_at = time.time()
             current.message = "cancelled on request (the supervising process was gone)"

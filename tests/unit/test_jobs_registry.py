@@ -285,15 +285,23 @@ def test_group_memory_of_this_process_group() -> None:
     assert procs.group_memory_bytes(2**22 + 12345) == 0  # no such group
 
 
-def test_own_group_refuses_a_reused_process_group_id() -> None:
+def test_proven_job_group_refuses_a_reused_or_unproven_group() -> None:
     from helix_engine.jobs import procs
 
-    me = os.getpid()
-    ticks = procs.start_ticks(me)
-    assert ticks is not None
-    assert procs.own_group(me, ticks) == me
-    assert procs.own_group(me, ticks + 1) is None  # same number, another process: not ours
-    assert procs.own_group(None, ticks) is None and procs.own_group(1, None) is None
+    child = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        ticks = procs.start_ticks(child.pid)
+        assert ticks is not None
+        assert procs.proven_job_group(child.pid, ticks, child.pid) == child.pid
+        assert procs.proven_job_group(child.pid, ticks + 1, child.pid) is None  # pid reused
+        assert procs.proven_job_group(child.pid, None, child.pid) is None  # no start time: no proof
+        assert procs.proven_job_group(child.pid, ticks, child.pid + 1) is None  # not its group
+        assert procs.proven_job_group(child.pid, True, child.pid) is None
+        me = os.getpid()
+        assert procs.proven_job_group(me, procs.start_ticks(me), os.getpgrp()) is None  # never us
+    finally:
+        child.kill()
+        child.wait()
     assert procs.signal_group(os.getpgrp(), 0) is False  # never signals our own group
 
 
