@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.state import baseline as base
-from helix_engine.state import lints
+from helix_engine.state import continuity, lints
 from helix_engine.workspace import layout
 from helix_engine.workspace.models import METRIC_SOURCES, STATUSES, Problem, RoundState
 
@@ -304,8 +304,9 @@ def check_round(
         source = found.operator_path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return _fail([f"{found.operator_path.name} cannot be read as UTF-8 text ({exc})"], "continuity", **common)
-    if not lints.kernel_continuity_ok(source):
-        return _fail([lints.CONTINUITY_ISSUE], "continuity", **common)
+    launch_issue = continuity.continuity_issue(source, found.operator_path.name)
+    if launch_issue is not None:
+        return _fail([launch_issue], "continuity", **common)
     n = layout.round_number(round_dir.name)
     ours = _sequence_issues(workspace, n) or _parent_issues(workspace, n, state)
     if not ours:

@@ -1,7 +1,6 @@
 """Lints for the seed's hard rules, read from the operator's syntax tree (never by running it),
-plus the two code comparisons the round checker needs: upstream's kernel-continuity check
-(regex, kept as upstream has it) and "same code as the parent" (Python tokens without comments
-and whitespace).
+plus "same code as the parent" (Python tokens without comments and whitespace), which the round
+checker needs. Upstream's kernel-continuity check lives in continuity.py (re-exported here).
 
 Each lint is a Problem with severity "warning" that names file:line, so the cockpit can show it
 inline and submit-round can return it as a note.
@@ -17,35 +16,12 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from helix_engine.state.continuity import CONTINUITY_ISSUE as CONTINUITY_ISSUE
+from helix_engine.state.continuity import kernel_continuity_ok as kernel_continuity_ok
+from helix_engine.state.continuity import triton_launches
 from helix_engine.workspace.models import Problem
 
 NPU_BENCH_MODES = frozenset({"torch-npu-profiler", "msprof"})
-
-# ----------------------------------------------------------------- upstream kernel continuity
-
-_TRITON_IMPORT_RE = re.compile(r"(?m)^\s*(?:import\s+triton\b|from\s+triton\b)")
-_TRITON_DECORATOR_RE = re.compile(r"(?m)^\s*@\s*triton\.(?:jit|autotune|heuristics)\b")
-_TRITON_LANGUAGE_RE = re.compile(r"\btriton\.language\b|\btl\.")
-_TRITON_LAUNCH_RE = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*\s*\[[^\]]+\]\s*\(", re.DOTALL)
-_TILELANG_IMPORT_RE = re.compile(r"(?m)^\s*(?:import\s+tilelang\b|from\s+tilelang\b)")
-_TILELANG_DECORATOR_RE = re.compile(r"(?m)^\s*@\s*(?:T\.prim_func|jit)\b")
-_TILELANG_LANGUAGE_RE = re.compile(r"\btilelang\.language\b|\bT\.")
-_TILELANG_LAUNCH_RE = re.compile(r"(?m)with\s+T\.Kernel\s*\([^)]*\)\s*as\s+[\w(]")
-CONTINUITY_ISSUE = "round operator no longer preserves a recognizable Ascend kernel launch path"
-
-
-def kernel_continuity_ok(source: str) -> bool:
-    """Upstream stage 6: a ``name[grid](`` launch plus a Triton signal, or a TileLang kernel."""
-    triton_ok = bool(_TRITON_LAUNCH_RE.search(source)) and bool(
-        _TRITON_IMPORT_RE.search(source) or _TRITON_DECORATOR_RE.search(source) or _TRITON_LANGUAGE_RE.search(source)
-    )
-    tilelang_ok = bool(_TILELANG_LAUNCH_RE.search(source)) and bool(
-        _TILELANG_IMPORT_RE.search(source)
-        or _TILELANG_DECORATOR_RE.search(source)
-        or _TILELANG_LANGUAGE_RE.search(source)
-    )
-    return triton_ok or tilelang_ok
-
 
 # ------------------------------------------------------------------------- code equality
 
@@ -136,15 +112,13 @@ def lint_source(source: str, file: str, *, backend: str | None = None) -> list[P
     aliases = _aliases(tree)
     problems: list[Problem] = []
     kernels: list[ast.FunctionDef] = []
-    launches = 0
+    launches = len(triton_launches(tree))
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(_is_jit(d, aliases) for d in node.decorator_list):
                 kernels.append(node)  # type: ignore[arg-type]
         elif isinstance(node, ast.Call):
             func = node.func
-            if isinstance(func, ast.Subscript):
-                launches += 1
             if (
                 isinstance(func, ast.Attribute)
                 and func.attr in ("maximum", "minimum")

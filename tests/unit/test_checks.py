@@ -146,6 +146,28 @@ def test_kernel_continuity_stage(ws: Path) -> None:
         "continuity", ["round operator no longer preserves a recognizable Ascend kernel launch path"])
 
 
+def test_launch_grid_with_brackets_passes_the_continuity_stage(ws: Path) -> None:
+    """The reported case: ``kernel[(x.shape[0],)](...)`` was rejected by upstream's regex."""
+    rdir = put_round(ws, 1, scaled(0.8))
+    source = (rdir / "opt_add.py").read_text()
+    launch = next(line for line in source.splitlines() if "add_kernel[grid](" in line)
+    (rdir / "opt_add.py").write_text(source.replace(launch, launch.replace("[grid]", "[(triton.cdiv(x.shape[0], 256),)]")))
+    assert "[(triton.cdiv(x.shape[0], 256),)](" in (rdir / "opt_add.py").read_text()
+    result = check_round(rdir)
+    assert result.passed, result.issues
+
+
+def test_unparseable_round_operator_is_a_clear_continuity_issue(ws: Path) -> None:
+    rdir = put_round(ws, 1, scaled(0.8))
+    (rdir / "opt_add.py").write_text("import triton\n\ndef add(x, y:\n    pass\n")
+    result = check_round(rdir)
+    assert result.stage == "continuity"
+    assert result.issues == [
+        "opt_add.py does not parse as Python (line 3: '(' was never closed), so its kernel launch path cannot "
+        "be checked; fix the syntax error and submit the round again"
+    ]
+
+
 def test_sequential_numbering(ws: Path) -> None:
     rdir = put_round(ws, 2, scaled(0.8))
     result = check_round(rdir)

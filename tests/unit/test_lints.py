@@ -85,8 +85,8 @@ def test_pytorch_replacement_is_flagged() -> None:
                            "out = torch.relu(x)  # relu_kernel[grid](...) kept only in a comment")
     problems = lint_source(source, "f.py")
     assert [p.line for p in problems if "PyTorch" in p.message] == [1]
-    # Upstream's regex check is fooled by the comment; the AST lint is not.
-    assert kernel_continuity_ok(source)
+    # Upstream's regex check was fooled by the comment; the syntax-tree check is not.
+    assert not kernel_continuity_ok(source)
 
 
 def test_unparseable_source_gives_one_warning() -> None:
