@@ -193,17 +193,21 @@ def _all_events(folder: Path) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- handlers
 def cmd_list(args: argparse.Namespace) -> int:
-    from helix_engine.jobs.registry import ACTIVE_STATUSES, job_dir, list_jobs
+    from helix_engine.jobs.registry import ACTIVE_STATUSES, job_dir, scan_jobs
+    from helix_engine.sanitize import clean
 
     ws = resolve_workspace(args.workspace)
-    jobs = list_jobs(ws)[: max(0, getattr(args, "limit", 50))]
+    found, problems = scan_jobs(ws)
+    jobs = [info for _folder, info in found][: max(0, getattr(args, "limit", 50))]
     progress = {j.id: _progress(_all_events(job_dir(ws, j.id))) for j in jobs if j.status in ACTIVE_STATUSES}
     if args.json:
         rows = [dict(j.to_json(), progress=progress.get(j.id)) for j in jobs]
-        print_json({"workspace": str(ws), "jobs": rows})
+        print_json({"workspace": str(ws), "jobs": rows, "problems": [p.to_json() for p in problems]})
         return 0
+    for problem in problems:  # folders helix ignores (damaged or crafted records)
+        print(clean(f"warning: {problem}"), file=sys.stderr)
     if not jobs:
-        print(f"no jobs in {ws} yet (run-test, run-bench and profile runs appear here)")
+        print(f"no jobs in {clean(ws)} yet (run-test, run-bench and profile runs appear here)")
         return 0
     # The id is what `jobs show/tail/cancel` take, so it is printed whole (it already names the
     # kind: 20261130-093455-run-bench-59de); the other columns fit the rest of 80.

@@ -168,3 +168,14 @@ def test_cancel_signals_a_group_it_can_prove(ws: Path) -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_jobs_list_warns_about_the_records_it_ignores(ws: Path, victim: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from helix_engine.cli import main
+
+    _raw_job(ws, "20260101-000000-bench-0012", id="../../../victim\x1b[2J")
+    assert main(["jobs", "list", "--workspace", str(ws)]) == 0
+    out = capsys.readouterr()
+    assert "20260101-000000-bench-0012" in out.err and "not its folder" in out.err
+    assert "\x1b" not in out.err + out.out
