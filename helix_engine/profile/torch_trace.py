@@ -22,6 +22,8 @@ from helix_engine.profile.report import Hotspot, ProfileReport, fill_common, pic
 from helix_engine.profile.routing import route
 
 MANIFEST = "profile-manifest.json"
+#: The Chrome trace profile-bench writes on cuda and cpu (named in the manifest's trace_file).
+TRACE_FILE = "trace.json"
 KERNEL_CATS = {"kernel": "CUDA kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 ANNOTATION_PREFIX = "triton:"
 MAX_TRACE_BYTES = 512 * 1024 * 1024

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.eval.childlib import JobEvents, child_main, load_case, setup_backend
+from helix_engine.profile.torch_trace import MANIFEST, TRACE_FILE
 
 #: The interpreter is ~1000× slower than a device: cap the profiled steps on cpu.
 CPU_MAX_WARMUP = 1
@@ -58,7 +59,7 @@ def profile_torch(backend: Any, fn: Any, warmup: int, repeats: int, run_dir: Pat
     from torch.profiler import ProfilerActivity, profile, schedule
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if backend.name == "cuda" else [])
-    trace = run_dir / "trace.json"
+    trace = run_dir / TRACE_FILE
     sched = schedule(wait=0, warmup=warmup, active=repeats, repeat=1, skip_first=1)
     guard = annotate_interpreted_launches() if backend.name == "cpu" else contextlib.nullcontext()
     with guard, profile(activities=activities, schedule=sched,
@@ -99,7 +100,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         "time_label": "CPU time of the Triton interpreter" if backend.name == "cpu" else "device time",
         "created_at": time.time(),
     }
-    (run_dir / "profile-manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    (run_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     events.case_finished(case.id, {"case_label": case.id, "profile_dir": str(run_dir)})
     return {"return_code": 0, "profile_dir": str(run_dir), "error": None}
 

@@ -1,6 +1,10 @@
 """The clean-up a passing submit-round performs (upstream-state §3, stage 7): differential
 result archives, non-CSV profiler output and PROF_*/OPPROF_* folders. Deletion never follows
-a symlink and never leaves the workspace."""
+a symlink and never leaves the workspace.
+
+Upstream keeps only ``*.csv`` under the profile folder: that is all an Ascend profile needs. On
+cuda and cpu helix's profile-bench writes a Chrome trace and a manifest instead (no CSV at all),
+so helix's own outputs (``profile-manifest.json`` and the trace it names) are kept too."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
+from helix_engine.profile.torch_trace import MANIFEST, TRACE_FILE, read_manifest
 from helix_engine.state.guideline import DELETE_PT_ENV
 from helix_engine.workspace import files
 from helix_engine.workspace.models import RoundState
@@ -51,8 +56,18 @@ def remove_pt_files(round_dir: Path) -> list[str]:
     return removed
 
 
+def _helix_outputs(folder: Path) -> set[str]:
+    """Names in ``folder`` that helix's profile-bench wrote: the manifest and its trace file."""
+    kept = {MANIFEST, TRACE_FILE}
+    named = read_manifest(folder).get("trace_file") if (folder / MANIFEST).is_file() else None
+    if isinstance(named, str) and named and Path(named).name == named:
+        kept.add(named)
+    return kept
+
+
 def keep_only_csv(profile_dir: Path) -> list[str]:
-    """Delete everything under ``profile_dir`` that is not a ``*.csv`` file (empty folders too)."""
+    """Delete everything under ``profile_dir`` that is neither a ``*.csv`` file nor one of
+    helix's own profile outputs (empty folders go too)."""
     removed: list[str] = []
 
     def walk(folder: Path) -> None:
@@ -60,6 +75,7 @@ def keep_only_csv(profile_dir: Path) -> list[str]:
             entries = sorted(folder.iterdir())
         except OSError:
             return
+        ours = _helix_outputs(folder)
         for entry in entries:
             if entry.is_symlink():
                 if _remove(entry):
@@ -69,7 +85,7 @@ def keep_only_csv(profile_dir: Path) -> list[str]:
                 with contextlib.suppress(OSError):
                     if not any(entry.iterdir()):
                         entry.rmdir()
-            elif entry.suffix.lower() != ".csv":
+            elif entry.suffix.lower() != ".csv" and entry.name not in ours:
                 if _remove(entry):
                     removed.append(str(entry.relative_to(profile_dir)))
 

@@ -195,6 +195,33 @@ def test_pass_cleanup(ws: Path, tmp_path: Path) -> None:
     assert not (rdir / "PROF_0001").exists() and not (ws / "OPPROF_x").exists()
 
 
+def test_pass_cleanup_keeps_helix_profile_outputs(ws: Path) -> None:
+    """profile-bench on cuda/cpu writes a Chrome trace and a manifest, no CSV: submit keeps them."""
+    start_round(ws / "opt-round-1", "exploration", "profile_required", "r")
+    rdir = put_round(ws, 1, scaled(0.8), state_overrides={"profile_dir": "profile"})
+    cpu_run = rdir / "profile" / "PROF_small_1700000000000"
+    cpu_run.mkdir(parents=True)
+    (cpu_run / "trace.json").write_text('{"traceEvents": []}')
+    (cpu_run / "profile-manifest.json").write_text(json.dumps({"backend": "cpu", "trace_file": "trace.json"}))
+    (cpu_run / "scratch.json").write_text("{}")
+    cuda_run = rdir / "profile" / "PROF_big_1700000000001"
+    cuda_run.mkdir()
+    (cuda_run / "host.pt.trace.json").write_text('{"traceEvents": []}')
+    (cuda_run / "profile-manifest.json").write_text(json.dumps({"backend": "cuda", "trace_file": "host.pt.trace.json"}))
+    npu_run = rdir / "profile" / "PROF_npu_1700000000002"
+    (npu_run / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    (npu_run / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv").write_text("a\n")
+    (npu_run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").write_text("{}")
+    (npu_run / "profile-manifest.json").write_text(json.dumps({"backend": "npu", "trace_file": None}))
+    assert submit_round(rdir)[1] == 0
+    assert (cpu_run / "trace.json").read_text() == '{"traceEvents": []}'
+    assert (cpu_run / "profile-manifest.json").is_file() and not (cpu_run / "scratch.json").exists()
+    assert (cuda_run / "host.pt.trace.json").is_file() and (cuda_run / "profile-manifest.json").is_file()
+    assert (npu_run / "profile-manifest.json").is_file()
+    assert (npu_run / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv").is_file()
+    assert not (npu_run / "ASCEND_PROFILER_OUTPUT" / "trace_view.json").exists()  # upstream's rule for NPU output
+
+
 def test_pt_files_kept_when_cleanup_is_never(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HELIX_OPTIMIZE_DELETE_PT_FILES", "never")
     start_round(ws / "opt-round-1", "exploration", "pattern_entry", "r")
