@@ -54,7 +54,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 def register(sub: Any) -> None:
     p = sub.add_parser("run-test", help="run the operator's test in a job and check accuracy",
                        description="Run a standalone or differential test for an operator (in a job "
-                       "child) and judge accuracy with the NPU contract or dtype-close.")
+                       "child) and judge accuracy with accuracy mode npu-contract (upstream's NPU "
+                       "thresholds, on every backend) or dtype-close.")
     p.add_argument("--operator-file", required=True, type=Path)
     p.add_argument("--test-file", type=Path, help="default: test_<op>.py / differential_test_<op>.py")
     ref = p.add_mutually_exclusive_group()
@@ -64,7 +65,9 @@ def register(sub: Any) -> None:
     ref.add_argument("--ref-result", "--baseline-result", dest="ref_result", type=Path, metavar="REF_PT",
                      help="reference result archive (<stem>_result.pt)")
     p.add_argument("--test-mode", choices=("standalone", "differential"))
-    p.add_argument("--accuracy-mode", choices=("npu-contract", "dtype-close"))
+    p.add_argument("--accuracy-mode", choices=("npu-contract", "dtype-close"),
+                   help="default npu-contract (env HELIX_RUN_TEST_ACCURACY_MODE); on cuda and cpu the PASS "
+                   "line names the mode used")
     p.add_argument("--case-id", help="run one differential case, in memory (no .pt written)")
     p.add_argument("--verbose", action="store_true", help="keep [WARNING] lines")
     _common(p)

@@ -330,8 +330,18 @@ def _payload_error(message: str) -> ArtifactCompareResult:
     return ArtifactCompareResult(False, 0, [], message, {"failure_stage": "payload"})
 
 
-def compare_payloads(reference: Any, candidate: Any, accuracy_mode: str | None = None) -> ArtifactCompareResult:
-    """Compare two differential archives ``{"compute", "cases": [{"id","inputs","result"}]}``."""
+def pass_line(n: int, mode: str, backend: str | None) -> str:
+    """Upstream's PASS line on an NPU (and where the backend is not known, e.g. the upstream
+    ``npu_compare`` shim); on cuda and cpu no NPU was involved, so the line names the mode used."""
+    if backend in (None, "npu"):
+        return f"PASS: all {n} case(s) matched the NPU accuracy contract."
+    return f"PASS: all {n} case(s) matched accuracy mode {mode} (checked on {backend})."
+
+
+def compare_payloads(reference: Any, candidate: Any, accuracy_mode: str | None = None,
+                     backend: str | None = None) -> ArtifactCompareResult:
+    """Compare two differential archives ``{"compute", "cases": [{"id","inputs","result"}]}``;
+    ``backend`` (npu | cuda | cpu) words the PASS line."""
     for label, payload in (("reference", reference), ("candidate", candidate)):
         if not isinstance(payload, Mapping) or "cases" not in payload:
             if isinstance(payload, Mapping) and "results" in payload:
@@ -353,8 +363,9 @@ def compare_payloads(reference: Any, candidate: Any, accuracy_mode: str | None =
                                        ref.get("inputs", ()), compute, accuracy_mode))
     failed = [r for r in results if not r.passed]
     n = len(results)
+    mode = accuracy_mode_from_env(accuracy_mode)
     if failed:
         message = f"FAIL: {len(failed)} of {n} case(s) failed. First failure: {failed[0].message}"
     else:
-        message = f"PASS: all {n} case(s) matched the NPU accuracy contract."
-    return ArtifactCompareResult(not failed, len(failed), results, message, {"accuracy_mode": accuracy_mode_from_env(accuracy_mode)})
+        message = pass_line(n, mode, backend)
+    return ArtifactCompareResult(not failed, len(failed), results, message, {"accuracy_mode": mode})

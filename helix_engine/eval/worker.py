@@ -236,7 +236,7 @@ def run_test(request: dict[str, Any], backend: Any, events: Any) -> dict[str, An
                     reference = _differential_payload(Path(request["ref_operator_file"]), test_file, case_id,
                                                       backend, events, "reference")
                 if reference is not None:
-                    comparison = compare_payloads(reference, payload, request.get("accuracy_mode")).to_json()
+                    comparison = compare_payloads(reference, payload, request.get("accuracy_mode"), backend.name).to_json()
         except HarnessContractError:
             raise
         except BaseException as exc:  # noqa: BLE001 - the test failing is the result

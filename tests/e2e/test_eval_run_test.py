@@ -70,7 +70,8 @@ def test_case_id_stays_in_memory(tmp_path: Path) -> None:
     ref = add_operator(ws, "softmax_slow", "baseline/softmax.py")
     out = run_test(ws / "softmax.py", ref_operator_file=ref, case_id="c2_4x64")
     assert out.exit_code == 0, out.text
-    assert "PASS: all 1 case(s) matched the NPU accuracy contract." in out.text
+    assert "PASS: all 1 case(s) matched accuracy mode npu-contract (checked on cpu)." in out.text
+    assert "NPU accuracy contract" not in out.text
     assert not (ws / "softmax_result.pt").exists() and not (ws / "baseline" / "softmax_result.pt").exists()
     bad = run_test(ws / "softmax.py", ref_operator_file=ref, case_id="nope")
     assert bad.exit_code == 1 and "no case with id 'nope'" in bad.text

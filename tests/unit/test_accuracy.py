@@ -180,6 +180,25 @@ def test_compare_payloads_messages() -> None:
 
 
 @pytest.mark.parametrize(
+    ("backend", "mode", "line"),
+    [
+        ("npu", "npu-contract", "PASS: all 2 case(s) matched the NPU accuracy contract."),
+        (None, "npu-contract", "PASS: all 2 case(s) matched the NPU accuracy contract."),
+        ("cpu", "npu-contract", "PASS: all 2 case(s) matched accuracy mode npu-contract (checked on cpu)."),
+        ("cuda", "npu-contract", "PASS: all 2 case(s) matched accuracy mode npu-contract (checked on cuda)."),
+        ("cpu", "dtype-close", "PASS: all 2 case(s) matched accuracy mode dtype-close (checked on cpu)."),
+        ("cuda", "dtype-close", "PASS: all 2 case(s) matched accuracy mode dtype-close (checked on cuda)."),
+    ],
+)
+def test_pass_line_names_the_mode_off_npu(backend, mode, line) -> None:  # noqa: ANN001
+    """Upstream's wording on an NPU; on cuda and cpu no NPU was involved, so the mode is named."""
+    g = [torch.ones(4), torch.ones(4) * 2]
+    ok = compare_payloads(payload(g), payload([t.clone() for t in g]), mode, backend)
+    assert ok.passed and ok.message == line
+    assert ok.to_json()["diagnostics"]["accuracy_mode"] == mode
+
+
+@pytest.mark.parametrize(
     ("ref", "cand", "needle"),
     [
         ({"results": []}, payload([]), "legacy"),
