@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helix_engine.workspace.files import read_text_checked
+from helix_engine.workspace.reading import read_text_safe
 from helix_engine.workspace.models import Comparison, PerfRecord, RoundView, WorkspaceSnapshot
 from helix_tui.render import BASELINE, key_round
 
@@ -132,8 +132,8 @@ def diff_text(snap: WorkspaceSnapshot, key: str) -> str:
         return f"# {view.name} has no operator file yet"
     if old_path is None:
         return f"# the parent {parent} has no operator file to diff against"
-    new, p1 = read_text_checked(new_path, snap.root)
-    old, p2 = read_text_checked(old_path, snap.root)
+    new, p1 = read_text_safe(new_path, snap.root)
+    old, p2 = read_text_safe(old_path, snap.root)
     if new is None or old is None:
         return "# " + "; ".join(str(p) for p in (p1, p2) if p)
     lines = list(

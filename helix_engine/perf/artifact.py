@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from helix_engine.workspace.files import MAX_TEXT_BYTES, atomic_write_text, read_text_checked
+from helix_engine.workspace.files import MAX_TEXT_BYTES, atomic_write_text
 from helix_engine.workspace.models import PerfRecord, Problem
 
 #: Attribute (outside the pydantic fields, so never serialized) holding (file, line).
@@ -115,23 +115,17 @@ def read_perf(
 ) -> tuple[list[PerfRecord], list[Problem]]:
     """Read a perf file. Never raises: unreadable files and bad lines become Problems.
 
-    With ``workspace`` given, a path (or symlink) resolving outside it is a Problem and is
-    not read; problem files are then shown relative to the workspace.
+    Read through the safe reader: a FIFO, device or folder is a Problem, not a hang. With
+    ``workspace`` given, a final symlink or a file outside it is a Problem and is not read;
+    problem files are then shown relative to the workspace.
     """
-    text, problem = read_text_checked(Path(path), workspace, max_bytes=max_bytes)
+    from helix_engine.workspace.reading import read_text_safe, shown
+
+    text, problem = read_text_safe(Path(path), workspace, max_bytes=max_bytes)
     if problem is not None:
         return [], [problem]
     assert text is not None
-    return parse_perf_text(text, _shown(Path(path), workspace))
-
-
-def _shown(path: Path, workspace: Path | None) -> str:
-    if workspace is not None:
-        try:
-            return str(path.absolute().relative_to(Path(workspace).absolute()))
-        except ValueError:
-            pass
-    return str(path)
+    return parse_perf_text(text, shown(Path(path), workspace))
 
 
 def dump_record(record: PerfRecord) -> str:

@@ -8,7 +8,7 @@ touched: lessons are the agent's judgement, not bookkeeping.
 
 from __future__ import annotations
 
-import json
+import os
 import re
 from pathlib import Path
 
@@ -25,6 +25,7 @@ from helix_engine.workspace.markdown import (
     upsert_round,
 )
 from helix_engine.workspace.models import Problem
+from helix_engine.workspace.reading import read_json_object, read_text_safe
 
 CURRENT_BEST = "current best"
 VALIDATED = "validated branch"
@@ -64,12 +65,12 @@ def result_text(m: measure.RoundMeasure | None, issues: list[str] | None = None,
 
 
 def _workflow_statuses(workspace: Path) -> dict[int, str]:
-    try:
-        data = json.loads((Path(workspace) / layout.HELIX_DIR / layout.WORKFLOW_STATE).read_text(encoding="utf-8"))
-        rounds = data.get("rounds", {}) if isinstance(data, dict) else {}
-        return {int(k): str(v.get("status")) for k, v in rounds.items() if isinstance(v, dict) and k.isdigit()}
-    except (OSError, ValueError, AttributeError):
+    data, _ = read_json_object(Path(workspace) / layout.HELIX_DIR / layout.WORKFLOW_STATE, workspace,
+                               what="workflow state", fix="")
+    rounds = data.get("rounds", {}) if isinstance(data, dict) else {}
+    if not isinstance(rounds, dict):
         return {}
+    return {int(k): str(v.get("status")) for k, v in rounds.items() if isinstance(v, dict) and k.isdigit()}
 
 
 def update_ledger(workspace: Path, n: int, *, passed: bool, issues: list[str] | None = None) -> list[Problem]:
@@ -81,8 +82,8 @@ def update_ledger(workspace: Path, n: int, *, passed: bool, issues: list[str] | 
     workspace = Path(workspace)
     path = workspace / layout.OPT_NOTE
     text = ""
-    if path.exists():
-        content, problem = files.read_text_checked(path, workspace)
+    if os.path.lexists(path):
+        content, problem = read_text_safe(path, workspace)
         if problem is not None:
             return [Problem(problem.file, problem.message + "; the ledger was not updated", problem.line, "warning")]
         text = content or ""
@@ -165,10 +166,7 @@ def _overall(note: OptNote, measures: dict[int, measure.RoundMeasure], eligible:
 def _mark_note_updated(round_dir: Path) -> None:
     """Set ``opt_note_updated: true`` keeping every other key (and its order) as it was."""
     path = round_dir / layout.ROUND_STATE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return
+    data, _ = read_json_object(path, round_dir.parent, what="round state", fix="")
     if isinstance(data, dict) and data.get("opt_note_updated") is not True:
         data["opt_note_updated"] = True
         files.atomic_write_json(path, data)

@@ -1,5 +1,5 @@
-"""Safe file access inside a workspace: atomic writes, the transition lock, bounded reads,
-and path resolution that refuses to leave the workspace.
+"""Safe file access inside a workspace: atomic writes, the transition lock, and path
+resolution that refuses to leave the workspace (reads go through `reading.read_text_safe`).
 
 Every engine write goes through `atomic_write_text` so that a process killed at any moment
 leaves the file either whole-old or whole-new. Every state transition holds `workspace_lock`.
@@ -18,8 +18,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-from helix_engine.workspace.models import Problem
 
 HELIX_DIR = ".helix"
 LOCK_NAME = "lock"
@@ -170,60 +168,3 @@ def resolve_inside(workspace: Path, declared_in: Path, value: str) -> Path:
             f"{value!r} resolves to {real}, outside the workspace {root}; keep artifacts inside it"
         )
     return chosen
-
-
-def is_inside(workspace: Path, path: Path) -> bool:
-    """True when ``path`` (symlinks followed) lies inside ``workspace``."""
-    try:
-        root = Path(workspace).resolve()
-        real = Path(path).resolve()
-    except (RuntimeError, OSError):  # a symlink loop leads nowhere inside the workspace
-        return False
-    return real == root or root in real.parents
-
-
-def read_text_checked(
-    path: Path, workspace: Path | None = None, *, max_bytes: int = MAX_TEXT_BYTES
-) -> tuple[str | None, Problem | None]:
-    """Read a UTF-8 text file, turning every way it can be bad into a Problem.
-
-    Missing, unreadable, a directory, a symlink out of the workspace, over ``max_bytes``,
-    binary (NUL bytes) or not UTF-8: each returns ``(None, Problem)``. Never raises.
-    """
-    path = Path(path)
-    shown = _shown(path, workspace)
-    try:
-        if workspace is not None and not is_inside(workspace, path):
-            return None, Problem(
-                file=shown,
-                message="points outside the workspace (through a symlink); it was not read. "
-                "Copy the file into the workspace instead.",
-            )
-        if not path.exists():
-            return None, Problem(file=shown, message="is missing")
-        if path.is_dir():
-            return None, Problem(file=shown, message="is a directory, expected a file")
-        size = path.stat().st_size
-        if size > max_bytes:
-            return None, Problem(
-                file=shown,
-                message=f"is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit helix "
-                "reads; trim it or move old content elsewhere",
-            )
-        data = path.read_bytes()
-    except OSError as exc:
-        return None, Problem(file=shown, message=f"cannot be read ({exc.strerror or exc})")
-    if b"\x00" in data:
-        return None, Problem(file=shown, message="is binary (contains NUL bytes), expected text")
-    try:
-        return data.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        return None, Problem(file=shown, line=line, message="is not valid UTF-8 text")
-
-
-def _shown(path: Path, workspace: Path | None) -> str:
-    if workspace is not None:
-        with contextlib.suppress(ValueError):
-            return str(Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(workspace))))
-    return str(path)

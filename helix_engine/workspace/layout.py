@@ -8,8 +8,10 @@ A workspace W holds one operator ``<op>.py`` plus its harnesses, ``baseline/`` a
 from __future__ import annotations
 
 import re
+import stat
 from pathlib import Path
 
+from helix_engine.sanitize import clean_name
 from helix_engine.workspace.models import Problem
 
 NON_OPERATOR_PREFIXES: tuple[str, ...] = ("test_", "differential_test_", "bench_", "opt_")
@@ -84,7 +86,7 @@ def discover_operator(workspace: Path) -> tuple[Path | None, list[Problem]]:
     return None, [
         Problem(
             file=".",
-            message="several operator candidates (" + ", ".join(candidates) + "); keep exactly one "
+            message="several operator candidates (" + ", ".join(map(clean_name, candidates)) + "); keep exactly one "
             "operator .py at the top of the workspace",
         )
     ]
@@ -105,18 +107,43 @@ def list_round_dirs(workspace: Path) -> tuple[dict[int, Path], list[Problem]]:
         if n is None:
             problems.append(
                 Problem(
-                    file=entry.name,
+                    file=clean_name(entry.name),
                     severity="warning",
                     message="is not a round folder name: rounds are opt-round-N with N ≥ 1 and no "
                     "leading zeros (rename it, or move it out of the workspace)",
                 )
             )
             continue
-        if not entry.is_dir():
-            problems.append(Problem(file=entry.name, message="is a file, expected a round folder"))
+        problem = _round_folder_problem(workspace, entry)
+        if problem is not None:
+            problems.append(problem)
             continue
         rounds[n] = entry
     return rounds, problems
+
+
+def _round_folder_problem(workspace: Path, entry: Path) -> Problem | None:
+    """Why ``entry`` cannot be read as a round folder (a link out of the workspace or in a loop,
+    a file, a FIFO …), or None. A link to a folder inside the workspace is fine."""
+    from helix_engine.workspace.reading import file_kind, link_problem
+
+    try:
+        if entry.is_symlink():
+            linked = link_problem(entry, Path(workspace))
+            if linked is not None:
+                return linked
+        if entry.is_dir():
+            return None
+        mode = entry.lstat().st_mode
+    except OSError as exc:
+        return Problem(file=clean_name(entry.name), message=f"cannot be read ({exc.strerror or exc})")
+    if stat.S_ISLNK(mode):
+        what = "is a symbolic link to nothing"
+    elif stat.S_ISREG(mode):
+        what = "is a file"
+    else:
+        what = f"is {file_kind(mode)}"
+    return Problem(file=clean_name(entry.name), message=f"{what}, expected a round folder")
 
 
 def operator_stem(operator_file: Path) -> str:

@@ -1,29 +1,46 @@
-"""Checked reads of the small JSON files of a workspace (state.json, round-state.json …).
+"""The one safe reader for workspace files, and checked reads of the small JSON files.
 
-Each read returns a value *and* problems: a missing, huge, binary, non-UTF-8, truncated or
-wrongly typed file becomes a Problem naming the file (and the line, for JSON syntax errors)
-with a sentence saying what to do. Nothing here raises on file content.
+Why (DESIGN.md principle 8): workspace content is untrusted. A FIFO where a file should be
+blocks a plain read forever, a character device is read until memory runs out, and a path
+checked with ``exists()`` and then read can be swapped for a symlink in between. So a read
+opens the path once, without following a final symlink and without blocking, then checks the
+*opened* descriptor: a regular file, inside the workspace (the kernel's name for the open
+file, not the path we asked for), under a byte cap. Every way that fails becomes a Problem
+(file, line where known, a sentence saying what to do); nothing here raises on file content.
+Streaming readers (job events, profiler CSVs, log tails) get the same checks through
+`open_workspace_file`.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
-import json
+import errno
+import io
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from helix_engine.workspace.files import MAX_TEXT_BYTES, read_text_checked
+from helix_engine.sanitize import clean_name
+from helix_engine.workspace.files import MAX_TEXT_BYTES
+from helix_engine.workspace.json_text import parse_json
 from helix_engine.workspace.models import PerfRecord, Problem
 
 #: JSON state files are a few hundred bytes; anything over this is not a state file.
 MAX_JSON_BYTES = 1024 * 1024
 
 M = TypeVar("M", bound=BaseModel)
+
+#: Read-only, never block (a FIFO opens at once), never become our controlling terminal.
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CHUNK = 1 << 20
+_LINK_ADVICE = "helix does not follow links in a workspace; replace it with the file"
 
 
 _SESSION = threading.local()  # .roots: workspace abspath -> realpath, during one load (per thread)
@@ -52,41 +69,238 @@ def root_real(workspace: Path) -> str:
     return found
 
 
+def _under(real: str, root: str) -> bool:
+    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+
+
 def inside(path: Path, workspace: Path) -> bool:
     """True when ``path`` (symlinks followed) lies inside ``workspace``; raises on symlink loops
-    like ``Path.resolve`` does (callers turn that into a Problem)."""
-    root = root_real(workspace)
+    like ``Path.resolve`` does (callers turn that into a Problem). A check on a *name*, for
+    declared paths; reads check the opened file instead."""
     real = os.path.realpath(path, strict=False)
     if os.path.islink(real):  # realpath stops on a link only when the links loop
-        raise OSError(f"symlink loop at {real}")
-    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        raise OSError(f"symlink loop at {clean_name(real)}")
+    return _under(real, root_real(workspace))
+
+
+def shown(path: Path, workspace: Path | None) -> str:
+    """``path`` relative to the workspace when it lies inside it, escaped for display (a file
+    name can hold undecodable bytes or control characters)."""
+    full = os.path.abspath(path)
+    if workspace is not None:
+        root = os.path.abspath(workspace).rstrip(os.sep)
+        if full.startswith(root + os.sep):
+            return clean_name(full[len(root) + 1:])
+    return clean_name(path)
+
+
+# ------------------------------------------------------------------------ the safe reader
+
+
+class UnreadableFile(OSError):
+    """The safe reader refused or could not read a file; ``problem`` says why and what to do."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(str(problem))
+        self.problem = problem
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, for a sentence: "a FIFO (named pipe)", "a folder" …"""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _not_regular(name: str, mode: int) -> Problem:
+    return Problem(name, f"is {file_kind(mode)}, not a regular file, so it was not read; helix reads only "
+                   "regular files in a workspace (replace it with the file)")
+
+
+def _is_loop(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
+def link_problem(path: Path, workspace: Path) -> Problem | None:
+    """A Problem when a folder or file on the way from ``workspace`` to ``path`` is a symbolic
+    link that loops or leads outside the workspace (named as that component); else None.
+
+    Why: O_NOFOLLOW guards only the last name, and a read that fails under a folder linked to
+    /etc should say so, not that a file "is missing"."""
+    root_abs = os.path.abspath(workspace).rstrip(os.sep)
+    full = os.path.abspath(path)
+    if not full.startswith(root_abs + os.sep):
+        return None
+    root = root_real(workspace)
+    current = root_abs
+    for part in full[len(root_abs) + 1:].split(os.sep):
+        current = os.path.join(current, part)
+        if not os.path.islink(current):
+            if not os.path.lexists(current):
+                return None
+            continue
+        name = shown(Path(current), workspace)
+        if _is_loop(current):
+            return Problem(name, "is a symlink loop, so it was not read; replace it with the real "
+                           "file or folder")
+        target = os.path.realpath(current)
+        if not _under(target, root):
+            return Problem(name, f"is linked outside the workspace (to {clean_name(target)}); it was not "
+                           "read. Copy what it should hold into the workspace instead")
+    return None
+
+
+def _open_problem(path: Path, workspace: Path | None, exc: OSError) -> Problem:
+    """The sentence for an ``open`` that failed."""
+    name = shown(path, workspace)
+    if workspace is not None:
+        linked = link_problem(path, workspace)
+        if linked is not None:
+            return linked
+    code = exc.errno
+    if code == errno.ELOOP and os.path.islink(path):
+        if _is_loop(str(path)):
+            return Problem(name, "is a symlink loop, so it was not read; replace it with the file")
+        target = os.path.realpath(path)
+        if workspace is not None and not _under(target, root_real(workspace)):
+            return Problem(name, f"is a symbolic link to {clean_name(target)}, outside the workspace; it was "
+                           f"not read ({_LINK_ADVICE})")
+        return Problem(name, f"is a symbolic link, so it was not read ({_LINK_ADVICE})")
+    if code == errno.ENOENT:
+        return Problem(name, "is missing")
+    if code == errno.ENOTDIR:
+        return Problem(name, "cannot be read: a folder on its path is a file; fix the path")
+    if code == errno.ENXIO:  # open(2) on a UNIX socket
+        with contextlib.suppress(OSError):
+            return _not_regular(name, os.lstat(path).st_mode)
+    return Problem(name, f"cannot be read ({exc.strerror or exc}); make it a readable regular file")
+
+
+def _opened_inside(fd: int, st: os.stat_result, path: Path, workspace: Path) -> bool:
+    """Containment of the *opened* file: the kernel's path for the descriptor (Linux), else the
+    realpath of the name when it is the same inode as the descriptor (a swap in between fails)."""
+    root = root_real(workspace)
+    try:
+        real = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = None
+    if real is not None and real.startswith(os.sep):
+        return _under(real.removesuffix(" (deleted)"), root)
+    try:
+        real = os.path.realpath(path, strict=True)
+        named = os.stat(real)
+    except (OSError, RuntimeError):
         return False
-    return True
+    return _under(real, root) and (named.st_dev, named.st_ino) == (st.st_dev, st.st_ino)
 
 
-def shown(path: Path, workspace: Path) -> str:
-    """``path`` relative to the workspace when it lies inside it (for Problem.file)."""
-    full, root = os.path.abspath(path), os.path.abspath(workspace)
-    if full.startswith(root.rstrip(os.sep) + os.sep):
-        return full[len(root.rstrip(os.sep)) + 1:]
-    return str(path)
+def open_checked_fd(path: Path, workspace: Path | None) -> tuple[int, os.stat_result]:
+    """Open ``path`` for reading the safe way and return (descriptor, its fstat).
+
+    ``workspace`` None means a path the user named on the command line: its final symlink is
+    followed and containment is not checked, but it must still be a regular file. Raises
+    UnreadableFile (with the Problem) for everything else; the caller closes the descriptor."""
+    path = Path(path)
+    flags = _FLAGS | (_NOFOLLOW if workspace is not None else 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise UnreadableFile(_open_problem(path, workspace, exc)) from None
+    except ValueError as exc:  # an embedded NUL in the name
+        raise UnreadableFile(Problem(shown(path, workspace), f"cannot be opened ({exc})")) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnreadableFile(_not_regular(shown(path, workspace), st.st_mode))
+        if workspace is not None and not _opened_inside(fd, st, path, workspace):
+            problem = link_problem(path, workspace) or Problem(
+                shown(path, workspace), "resolves outside the workspace (through a symbolic link); it was not "
+                "read. Copy the file into the workspace instead")
+            raise UnreadableFile(problem)
+        with contextlib.suppress(OSError):  # reads of a regular file never block; keep them plain
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
 
 
-def read_text_safe(path: Path, workspace: Path, *,
-                   max_bytes: int = MAX_TEXT_BYTES) -> tuple[str | None, Problem | None]:
-    """`files.read_text_checked` with the workspace check done once per root, plus symlink
-    loops as a Problem instead of an exception."""
+def _over(name: str, size: int, cap: int) -> Problem:
+    return Problem(name, f"is {size / 1e6:.1f} MB, over the {cap / 1e6:.0f} MB limit helix reads; trim it "
+                   "or move old content elsewhere")
+
+
+def read_bytes_safe(path: Path, workspace: Path | None, *,
+                    max_bytes: int = MAX_TEXT_BYTES) -> tuple[bytes | None, Problem | None]:
+    """The bytes of a workspace file (at most ``max_bytes``), or (None, Problem). Never raises."""
+    try:
+        fd, st = open_checked_fd(path, workspace)
+    except UnreadableFile as exc:
+        return None, exc.problem
     name = shown(path, workspace)
     try:
-        if not inside(path, workspace):
-            return None, Problem(name, "points outside the workspace (through a symlink); it was not "
-                                 "read. Copy the file into the workspace instead.")
-        text, problem = read_text_checked(path, None, max_bytes=max_bytes)
-    except (RuntimeError, OSError, ValueError) as exc:
-        return None, Problem(name, f"cannot be read ({exc}); replace it with a regular file")
+        if st.st_size > max_bytes:
+            return None, _over(name, st.st_size, max_bytes)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= max_bytes:  # read at most cap + 1 bytes, whatever the size said
+            chunk = os.read(fd, min(_CHUNK, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    except OSError as exc:
+        return None, Problem(name, f"cannot be read ({exc.strerror or exc}); make it a readable regular file")
+    finally:
+        os.close(fd)
+    if total > max_bytes:
+        return None, _over(name, total, max_bytes)
+    return b"".join(chunks), None
+
+
+def decode_text(data: bytes, name: str) -> tuple[str | None, Problem | None]:
+    """UTF-8 text (a leading byte-order mark dropped), or a Problem for binary or undecodable data."""
+    if b"\x00" in data:
+        return None, Problem(name, "is binary (contains NUL bytes), expected text")
+    data = data.removeprefix(codecs.BOM_UTF8)
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return None, Problem(name, "is not valid UTF-8 text", line)
+
+
+def read_text_safe(path: Path, workspace: Path | None, *,
+                   max_bytes: int = MAX_TEXT_BYTES) -> tuple[str | None, Problem | None]:
+    """A workspace text file through the safe reader: (text, None) or (None, Problem)."""
+    data, problem = read_bytes_safe(path, workspace, max_bytes=max_bytes)
     if problem is not None:
-        problem = Problem(name, problem.message, problem.line, problem.severity)
-    return text, problem
+        return None, problem
+    return decode_text(data or b"", shown(path, workspace))
+
+
+def open_workspace_file(path: Path, workspace: Path | None) -> BinaryIO:
+    """A binary file object on a checked descriptor, for streaming readers (job events paged
+    by offset, big profiler CSVs, log tails); wrap it in ``io.TextIOWrapper`` for text.
+    Raises UnreadableFile; the caller caps what it reads."""
+    fd, _ = open_checked_fd(path, workspace)
+    try:
+        return io.open(fd, "rb", closefd=True)  # noqa: UP020 - io.open on a descriptor, by intent
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_perf_safe(path: Path, workspace: Path) -> tuple[list[PerfRecord], list[Problem]]:
@@ -99,7 +313,7 @@ def read_perf_safe(path: Path, workspace: Path) -> tuple[list[PerfRecord], list[
     return parse_perf_text(text or "", shown(path, workspace))
 
 
-def read_json_object(path: Path, workspace: Path, *, what: str, fix: str,
+def read_json_object(path: Path, workspace: Path | None, *, what: str, fix: str,
                      max_bytes: int = MAX_JSON_BYTES) -> tuple[dict[str, Any] | None, list[Problem]]:
     """Read a JSON object file. ``what`` names it in messages; ``fix`` says how to repair it."""
     text, problem = read_text_safe(path, workspace, max_bytes=max_bytes)
@@ -109,12 +323,9 @@ def read_json_object(path: Path, workspace: Path, *, what: str, fix: str,
     name = shown(path, workspace)
     if not text.strip():
         return None, [Problem(name, f"is empty, expected {what}; {fix}")]
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, [Problem(name, f"is not valid JSON ({exc.msg}, column {exc.colno}); {fix}", exc.lineno)]
-    except (RecursionError, ValueError) as exc:
-        return None, [Problem(name, f"is not valid JSON ({exc}); {fix}")]
+    data, problem = parse_json(text, name, fix)
+    if problem is not None:
+        return None, [problem]
     if not isinstance(data, dict):
         return None, [Problem(name, f"holds a JSON {type(data).__name__}, expected an object ({what}); {fix}")]
     return data, []

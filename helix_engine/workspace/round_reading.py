@@ -26,6 +26,7 @@ from helix_engine.workspace.reading import (
     exists_dir,
     exists_file,
     inside,
+    link_problem,
     list_dir,
     load_model,
     read_json_object,
@@ -103,6 +104,10 @@ def load_baseline(root: Path, stem: str | None,
     failed = False
     state_file = f"{layout.BASELINE_DIR}/{layout.BASELINE_STATE}"
     state_path = bdir / layout.BASELINE_STATE
+    linked = link_problem(bdir, root) if os.path.islink(bdir) else None
+    if linked is not None:  # not "state.json is missing": say where the folder really leads
+        view.problems = [linked]
+        return view, [], False
     if _exists(state_path):
         view.state, _, found = load_model(state_path, root, BaselineState, what="baseline state",
                                           fix="fix it and run `helix submit-baseline` again")
@@ -261,6 +266,9 @@ def load_round(root: Path, n: int, rdir: Path, stem: str | None) -> LoadedRound:
 
 def load_workflow(root: Path) -> tuple[WorkflowState | None, list[Problem]]:
     path = root / layout.HELIX_DIR / layout.WORKFLOW_STATE
+    linked = link_problem(path, root)
+    if linked is not None:
+        return None, [linked]
     if not _exists(path):
         return None, []
     state, _, problems = load_model(path, root, WorkflowState, what="workflow state",
@@ -271,6 +279,9 @@ def load_workflow(root: Path) -> tuple[WorkflowState | None, list[Problem]]:
 def load_verify(vdir: Path, root: Path) -> tuple[dict[str, Any], list[Problem]]:
     """The latest ``opt-verify/verify-*/verify-state.json`` (name order) and its verdict."""
     info: dict[str, Any] = {"path": None, "verified": False, "geomean": None}
+    linked = link_problem(vdir, root) if os.path.islink(vdir) else None
+    if linked is not None:
+        return info, [linked]
     if not exists_dir(vdir):
         return info, []
     candidates = [p / "verify-state.json" for p in list_dir(vdir)

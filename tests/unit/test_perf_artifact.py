@@ -238,7 +238,8 @@ def test_symlink_leaving_the_workspace_is_a_problem_and_not_read(tmp_path: Path)
     assert [r.case_label for r in read_perf(link)[0]] == ["secret"]
 
 
-def test_symlink_inside_the_workspace_is_fine(tmp_path: Path) -> None:
+def test_a_final_symlink_is_not_followed_even_inside_the_workspace(tmp_path: Path) -> None:
+    """DESIGN.md principle 8: no final symlink (a link can be swapped between check and read)."""
     ws = tmp_path / "ws"
     ws.mkdir()
     real = ws / "real_perf.txt"
@@ -246,5 +247,7 @@ def test_symlink_inside_the_workspace_is_fine(tmp_path: Path) -> None:
     link = ws / "link_perf.txt"
     os.symlink(real, link)
     records, problems = read_perf(link, ws)
-    assert problems == [] and records[0].case_label == "a"
-    assert record_source(records[0]) == ("link_perf.txt", 1)
+    assert records == [] and problems[0].file == "link_perf.txt"
+    assert "is a symbolic link" in problems[0].message and "replace it with the file" in problems[0].message
+    records, problems = read_perf(real, ws)
+    assert problems == [] and record_source(records[0]) == ("real_perf.txt", 1)

@@ -1,0 +1,99 @@
+"""JSON text as helix reads it from a workspace: a value or a Problem, never an exception.
+
+Why: ``json.loads`` silently keeps the last of two equal keys, so a hand-edited or merged
+state file can say one thing to a person and another to helix (and other readers pick the
+first). A repeated key is a Problem naming the key and its line instead.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from helix_engine.sanitize import clean_name
+from helix_engine.workspace.models import Problem
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+        self.start: int | None = None  # index just after the "{" of the object holding it
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _DuplicateKey(key)
+        obj[key] = value
+    return obj
+
+
+def _duplicate_line(text: str, key: str) -> int | None:
+    """The line of the second ``key`` in the object that repeats it (rare path: a pure-Python
+    parse to learn where that object starts, then a scan of its top level)."""
+    from json.scanner import py_make_scanner
+
+    decoder = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+
+    def parse_object(s_and_end: tuple[str, int], *args: Any) -> Any:
+        try:
+            return json.decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined]
+        except _DuplicateKey as exc:
+            if exc.start is None:
+                exc.start = s_and_end[1]
+            raise
+
+    decoder.parse_object = parse_object  # type: ignore[method-assign]
+    decoder.scan_once = py_make_scanner(decoder)  # type: ignore[attr-defined]
+    try:
+        decoder.decode(text)
+    except _DuplicateKey as exc:
+        start = exc.start
+    except (ValueError, RecursionError):
+        return None
+    else:
+        return None
+    depth, seen, i, n = 0, 0, start or 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            try:
+                value, end = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+            except ValueError:
+                return None
+            j = end
+            while j < n and text[j] in " \t\r\n":
+                j += 1
+            if depth == 0 and value == key and j < n and text[j] == ":":
+                seen += 1
+                if seen == 2:
+                    return text.count("\n", 0, i) + 1
+            i = end
+            continue
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            if depth == 0:
+                break
+            depth -= 1
+        i += 1
+    return None
+
+
+def parse_json(text: str, name: str, fix: str = "fix it") -> tuple[Any, Problem | None]:
+    """A JSON value, or a Problem: a syntax error (with its line and column), a key given twice
+    in one object (which value wins differs between readers, so helix refuses to guess), or
+    nesting too deep to read."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates), None
+    except _DuplicateKey as exc:
+        line = _duplicate_line(text, exc.key)
+        where = f" (line {line})" if line else ""
+        return None, Problem(name, f"has the key {clean_name(exc.key)!r} twice in one object{where}; JSON "
+                             f"readers disagree on which value counts, so keep one; {fix}", line)
+    except json.JSONDecodeError as exc:
+        return None, Problem(name, f"is not valid JSON ({exc.msg}, column {exc.colno}); {fix}", exc.lineno)
+    except (RecursionError, ValueError) as exc:
+        return None, Problem(name, f"is not valid JSON ({clean_name(exc)}); {fix}")
