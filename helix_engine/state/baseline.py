@@ -6,13 +6,15 @@ on them); paths that leave the workspace are refused on top of that.
 
 from __future__ import annotations
 
-import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from helix_engine.workspace import files, layout
+from helix_engine.workspace.json_text import parse_json
 from helix_engine.workspace.models import STATUSES, BaselineState
+from helix_engine.workspace.reading import MAX_JSON_BYTES, decode_text, read_bytes_safe
 
 BASELINE_REQUIRED_FIELDS: tuple[str, ...] = (
     "baseline_kind",
@@ -30,18 +32,23 @@ BASELINE_REQUIRED_FIELDS: tuple[str, ...] = (
 _BASELINE_METADATA = {"state.json", "perf.txt"}
 
 
-def load_json_object(path: Path, display_name: str) -> dict[str, Any]:
-    """Read a JSON object or raise ValueError with a sentence naming the file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"missing {display_name}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{display_name} cannot be read as UTF-8 text ({exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{display_name} is not valid JSON: {exc}") from None
+def load_json_object(path: Path, display_name: str, workspace: Path | None = None) -> dict[str, Any]:
+    """Read a JSON object through the safe reader, or raise ValueError with a sentence naming
+    the file. ``workspace`` defaults to the folder above the file's folder (baseline/state.json,
+    opt-round-N/round-state.json)."""
+    path = Path(path)
+    root = Path(workspace) if workspace is not None else path.parent.parent
+    if not os.path.lexists(path):
+        raise ValueError(f"missing {display_name}")
+    data_bytes, problem = read_bytes_safe(path, root, max_bytes=MAX_JSON_BYTES)
+    if problem is not None:
+        raise ValueError(f"{display_name} cannot be read: {problem}")
+    text, problem = decode_text(data_bytes or b"", display_name)
+    if problem is not None:
+        raise ValueError(f"{display_name} cannot be read as UTF-8 text ({problem.message})")
+    data, problem = parse_json(text or "", display_name)
+    if problem is not None:
+        raise ValueError(f"{display_name} {problem.message}")
     if not isinstance(data, dict):
         raise ValueError(f"{display_name} must contain a JSON object")
     return data

@@ -17,6 +17,7 @@ from helix_engine.state import baseline as base
 from helix_engine.state import continuity, lints
 from helix_engine.workspace import layout
 from helix_engine.workspace.models import METRIC_SOURCES, STATUSES, Problem, RoundState
+from helix_engine.workspace.reading import read_text_safe
 
 ROUND_REQUIRED_FIELDS: tuple[str, ...] = (
     "round",
@@ -300,10 +301,10 @@ def check_round(
     if semantic:
         return _fail(semantic, "comparison", **common)
     assert found.operator_path is not None
-    try:
-        source = found.operator_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return _fail([f"{found.operator_path.name} cannot be read as UTF-8 text ({exc})"], "continuity", **common)
+    source, problem = read_text_safe(found.operator_path, workspace)
+    if source is None:
+        return _fail([f"{found.operator_path.name} cannot be read as UTF-8 text ({problem.message if problem else ''})"],
+                     "continuity", **common)
     launch_issue = continuity.continuity_issue(source, found.operator_path.name)
     if launch_issue is not None:
         return _fail([launch_issue], "continuity", **common)
@@ -392,9 +393,8 @@ def _same_code_issues(workspace: Path, round_dir: Path, state: RoundState, sourc
     parent_path = parent_operator(workspace, state)
     if parent_path is None:
         return []
-    try:
-        parent_source = parent_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+    parent_source, _ = read_text_safe(parent_path, workspace)
+    if parent_source is None:
         return []
     if not lints.same_code(source, parent_source):
         return []

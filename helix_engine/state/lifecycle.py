@@ -11,7 +11,6 @@ active and a repeat of the call finishes the job without duplicating its ledger 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -319,13 +318,11 @@ def _completable(state: WorkflowState, name: str, current_arg: int | None) -> in
 
 def existing_round_state(round_dir: Path) -> dict[str, Any]:
     """round-state.json as a dict ({} when missing or unreadable)."""
+    from helix_engine.workspace.reading import read_json_object
+
     path = Path(round_dir) / layout.ROUND_STATE
-    if path.is_file():
-        with contextlib.suppress(OSError, ValueError):
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(loaded, dict):
-                return loaded
-    return {}
+    loaded, _ = read_json_object(path, Path(round_dir).parent, what="round state", fix="")
+    return loaded or {}
 
 
 def write_round_state(round_dir: Path, derived: dict[str, Any] | None = None, **fields: Any) -> Path:

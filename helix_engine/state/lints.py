@@ -181,12 +181,13 @@ def _num_warps(file: str, line: int) -> Problem:
 
 
 def lint_operator(path: Path, *, backend: str | None = None, shown_as: str | None = None) -> list[Problem]:
-    """Lint one operator file; unreadable files give a single warning."""
-    try:
-        source = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return [Problem(shown_as or str(path), f"cannot be read for linting ({exc})", None, "warning")]
-    return lint_source(source, shown_as or Path(path).name, backend=backend)
+    """Lint one operator file (read through the safe reader); unreadable files give a single warning."""
+    from helix_engine.workspace.reading import owning_workspace, read_text_safe
+
+    source, problem = read_text_safe(Path(path), owning_workspace(path))
+    if problem is not None:
+        return [Problem(shown_as or problem.file, f"cannot be read for linting ({problem.message})", None, "warning")]
+    return lint_source(source or "", shown_as or Path(path).name, backend=backend)
 
 
 def lint_round(round_dir: Path) -> list[Problem]:

@@ -9,6 +9,7 @@ chosen by a substring of the message (``workflow state``, ``baseline.status=pass
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from helix_engine.workspace import files, layout
+from helix_engine.workspace.json_text import parse_json
 from helix_engine.workspace.md_attempts import StateUpdate, state_update_append_text
 from helix_engine.workspace.models import (
     ANALYSIS_POLICIES,
@@ -23,6 +25,14 @@ from helix_engine.workspace.models import (
     RoundEntry,
     StrategyState,
     WorkflowState,
+)
+from helix_engine.workspace.reading import (
+    MAX_JSON_BYTES,
+    UnreadableFile,
+    decode_text,
+    open_workspace_file,
+    owning_workspace,
+    read_bytes_safe,
 )
 
 STATE_MISSING = "optimize workflow state is not available"
@@ -84,14 +94,17 @@ def load_workflow(path: Path) -> WorkflowState:
     """Load and validate; FileNotFoundError when absent, ValueError (naming "workflow state")
     for anything malformed."""
     path = Path(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise FileNotFoundError(STATE_MISSING)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"malformed workflow state JSON: {exc}") from exc
-    except OSError as exc:
-        raise ValueError(f"workflow state cannot be read: {exc.strerror or exc}") from exc
+    data, problem = read_bytes_safe(path, path.parent.parent, max_bytes=MAX_JSON_BYTES)
+    if problem is not None:
+        raise ValueError(f"workflow state cannot be read: {problem}")
+    text, problem = decode_text(data or b"", "workflow state")
+    if problem is not None:
+        raise ValueError(f"malformed workflow state JSON: it {problem.message}")
+    raw, problem = parse_json(text or "", "workflow state")
+    if problem is not None:
+        raise ValueError(f"malformed workflow state JSON: {problem.message}")
     if not isinstance(raw, dict):
         raise ValueError("workflow state must be a JSON object")
     if raw.get("schema_version") != 1:
@@ -196,14 +209,15 @@ def append_state_update(attempts_path: Path, update: StateUpdate) -> None:
     The separator depends on what the file ends with, so it is read first; the append itself is
     one O_APPEND write, and we hold the workspace lock, so nothing interleaves."""
     existing_tail = ""
-    try:
-        with open(attempts_path, "rb") as handle:
-            handle.seek(0, 2)
-            size = handle.tell()
-            handle.seek(max(0, size - 2))
-            existing_tail = handle.read().decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        existing_tail = ""
+    if os.path.lexists(attempts_path):  # through the safe reader: a FIFO or a link is refused, not waited on
+        try:
+            with open_workspace_file(attempts_path, owning_workspace(attempts_path)) as handle:
+                handle.seek(0, 2)
+                size = handle.tell()
+                handle.seek(max(0, size - 2))
+                existing_tail = handle.read(2).decode("utf-8", errors="replace")
+        except UnreadableFile as exc:
+            raise ValueError(f"cannot append the State Update: {exc.problem}") from None
     files.append_text(attempts_path, state_update_append_text(existing_tail, update))
 
 

@@ -94,6 +94,7 @@ def parse_json(text: str, name: str, fix: str = "fix it") -> tuple[Any, Problem 
         return None, Problem(name, f"has the key {clean_name(exc.key)!r} twice in one object{where}; JSON "
                              f"readers disagree on which value counts, so keep one; {fix}", line)
     except json.JSONDecodeError as exc:
-        return None, Problem(name, f"is not valid JSON ({exc.msg}, column {exc.colno}); {fix}", exc.lineno)
+        return None, Problem(name, f"is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno}); {fix}",
+                             exc.lineno)
     except (RecursionError, ValueError) as exc:
         return None, Problem(name, f"is not valid JSON ({clean_name(exc)}); {fix}")

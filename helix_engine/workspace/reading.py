@@ -94,6 +94,18 @@ def shown(path: Path, workspace: Path | None) -> str:
     return clean_name(path)
 
 
+def owning_workspace(path: Path) -> Path:
+    """The workspace of a file at ``W/``, ``W/baseline/`` or ``W/opt-round-N/`` (by name, no
+    link followed), for readers handed only a file path (lints, checks, the IR and profile
+    readers of a round)."""
+    from helix_engine.workspace import layout
+
+    folder = Path(os.path.abspath(path)).parent
+    if folder.name == layout.BASELINE_DIR or layout.round_number(folder.name) is not None:
+        return folder.parent
+    return folder
+
+
 # ------------------------------------------------------------------------ the safe reader
 
 
