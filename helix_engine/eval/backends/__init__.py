@@ -27,6 +27,7 @@ from helix_engine.eval.backends.base import Backend
 from helix_engine.eval.backends.cpu import CpuBackend
 from helix_engine.eval.backends.cuda import CudaBackend
 from helix_engine.eval.backends.npu import NpuBackend
+from helix_engine.isolated import NEUTRAL_CWD, code_argv
 
 BACKEND_NAMES: tuple[str, ...] = ("npu", "cuda", "cpu")
 CHOICES: tuple[str, ...] = ("auto", *BACKEND_NAMES)
@@ -120,13 +121,15 @@ def _cache_file(key: str) -> Path:
 
 
 def _run_probe(python: str) -> dict[str, Any]:
+    """Run the probe from a neutral folder with the cwd off ``sys.path`` (never a workspace's
+    ``torch.py``); it keeps PYTHONPATH, which a device stack may need."""
     env = dict(os.environ)
     env["TORCH_DEVICE_BACKEND_AUTOLOAD"] = "0"
     env.pop("TRITON_INTERPRET", None)
     try:
         proc = subprocess.Popen(
-            [python, "-c", _PROBE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+            code_argv(python, _PROBE), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env, stdin=subprocess.DEVNULL, start_new_session=True, cwd=NEUTRAL_CWD,
         )
     except OSError as exc:
         return {"probe_error": f"could not start {python} ({exc.strerror or exc})"}
