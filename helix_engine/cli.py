@@ -11,10 +11,12 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from helix_engine import __version__
 from helix_engine.errors import HelixError
+from helix_engine.sanitize import clean, guarded_stdio
 
 #: Areas, in the order their commands appear in ``helix --help``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -63,10 +65,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 1
+    # Every text line goes out through the final guard (workspace fields are also escaped
+    # where they are formatted); JSON is written past it, by console.print_json.
+    with guarded_stdio():
+        return _run(func, args)
+
+
+def _run(func: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
     try:
         return int(func(args) or 0)
-    except HelixError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except HelixError as exc:  # its message may name workspace paths and values
+        print(f"error: {clean(exc, multiline=True)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -77,8 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("HELIX_DEBUG", "").lower() in {"1", "true"}:
             raise
         print(
-            f"error: helix failed unexpectedly ({type(exc).__name__}: {exc}). Run again with "
-            "HELIX_DEBUG=1 for the traceback and report it.",
+            f"error: helix failed unexpectedly ({type(exc).__name__}: {clean(exc, multiline=True)}). Run again "
+            "with HELIX_DEBUG=1 for the traceback and report it.",
             file=sys.stderr,
         )
         return 1

@@ -6,9 +6,17 @@ import json
 import sys
 from typing import Any
 
+from helix_engine.sanitize import unguarded
+
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+    write_json_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def write_json_text(text: str) -> None:
+    """Write JSON text past the CLI's final guard (``sanitize.GuardedStream``): json.dumps
+    already escapes C0 controls, and escaping anything else the text way would break the JSON."""
+    unguarded(sys.stdout).write(text)
 
 
 def fmt_speedup(value: float | None) -> str:

@@ -16,7 +16,10 @@ all printable non-ASCII text, is kept as is, so ordinary output stays byte-ident
 
 from __future__ import annotations
 
+import contextlib
 import re
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 #: Bidi formatting characters (LRE RLE PDF LRO RLO, LRI RLI FSI PDI), marks (LRM RLM ALM)
@@ -54,3 +57,68 @@ def is_clean(text: str, *, multiline: bool = False) -> bool:
     """True when :func:`clean` would leave ``text`` unchanged."""
     pattern = _UNSAFE_BLOCK if multiline else _UNSAFE_LINE
     return pattern.search(text) is None
+
+
+# ------------------------------------------------------------------------ the final guard
+
+#: The only escape sequences helix itself writes to a terminal: the SGR colours of
+#: ``helix status`` (green, yellow, red, dim, reset). The final guard lets these through.
+SGR: dict[str, str] = {"green": "\x1b[32m", "yellow": "\x1b[33m", "red": "\x1b[31m", "dim": "\x1b[2m",
+                       "reset": "\x1b[0m"}
+_OWN_SGR = re.compile("|".join(re.escape(code) for code in SGR.values()))
+
+
+def clean_output(text: str) -> str:
+    """Text on its way out of the CLI, with :func:`clean` (multi-line) applied to everything
+    but helix's own colour codes.
+
+    Why: defence in depth. Every workspace field is cleaned where it is formatted; this
+    catches one that a future formatter forgets, so no escape sequence from a workspace
+    reaches the terminal whatever the formatter does.
+    """
+    if _UNSAFE_BLOCK.search(text) is None:
+        return text
+    parts: list[str] = []
+    start = 0
+    for match in _OWN_SGR.finditer(text):
+        parts += [clean(text[start:match.start()], multiline=True), match.group()]
+        start = match.end()
+    parts.append(clean(text[start:], multiline=True))
+    return "".join(parts)
+
+
+class GuardedStream:
+    """A text stream whose writes pass through :func:`clean_output` (everything else, such as
+    ``isatty``, ``flush`` or ``encoding``, is the wrapped stream's). ``raw`` is the wrapped
+    stream, for JSON: ``json.dumps`` already escapes C0 controls, and escaping C1 or bidi
+    characters the text way would make the JSON invalid."""
+
+    def __init__(self, stream: Any) -> None:
+        self.raw = stream
+
+    def write(self, text: str) -> int:
+        self.raw.write(clean_output(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+@contextlib.contextmanager
+def guarded_stdio() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` wrapped in :class:`GuardedStream` for the block."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = GuardedStream(saved[0]), GuardedStream(saved[1])
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def unguarded(stream: Any) -> Any:
+    """The stream under a :class:`GuardedStream` (``stream`` itself when it is not one)."""
+    return stream.raw if isinstance(stream, GuardedStream) else stream

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helix_engine.sanitize import SGR, clean
 from helix_engine.workspace import status_rules
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
 from helix_engine.workspace.snapshot import find_workspaces, load_workspace
@@ -21,9 +22,9 @@ from helix_engine.workspace.snapshot import find_workspaces, load_workspace
 WIDTH = 80
 MAX_PROBLEM_LINES = 8
 _TAGS = {"ok": "OK", "warning": "WARN", "no-session": "NO-SESSION"}
-_COLORS = {"ok": "\033[32m", "warning": "\033[33m", "no-session": "\033[2m", "warn": "\033[33m",
-           "error": "\033[31m", "dim": "\033[2m"}
-_RESET = "\033[0m"
+_COLORS = {"ok": SGR["green"], "warning": SGR["yellow"], "no-session": SGR["dim"], "warn": SGR["yellow"],
+           "error": SGR["red"], "dim": SGR["dim"]}
+_RESET = SGR["reset"]
 
 
 @dataclass
@@ -222,7 +223,7 @@ def render_best_text(items: list[OperatorStatus], *, color: bool = False) -> str
     """The upstream best/text block per workspace, wrapped to 80 columns, then the summary."""
     lines: list[str] = []
     for item in _sorted(items):
-        lines.append(_paint(f"[{_TAGS[item.state]}] {item.name}", item.state, color))
+        lines.append(_paint(f"[{_TAGS[item.state]}] {clean(item.name)}", item.state, color))
         if item.state == "no-session":
             lines += _ours(item)
             continue
@@ -232,15 +233,15 @@ def render_best_text(items: list[OperatorStatus], *, color: bool = False) -> str
         lines.append(f"  Geomean speedup: {'unknown' if geo is None else f'{geo:.2f}x'}")
         lines.append(f"  Best round: {item.best_round or 'unknown'}")
         if item.logged_best is not None:
-            lines.append(f"  Logged best: {item.logged_best}")
+            lines.append(f"  Logged best: {clean(item.logged_best)}")
         if item.latest_verify is not None:
-            lines += _wrap(f"Latest verify: {item.latest_verify}")
+            lines += _wrap(f"Latest verify: {clean(item.latest_verify)}")
         for warning in item.warnings:
-            lines += [_paint(x, "warn", color) for x in _wrap(f"Warning: {warning}")]
+            lines += [_paint(x, "warn", color) for x in _wrap(f"Warning: {clean(warning)}")]
         shown = item.extra_problems[:MAX_PROBLEM_LINES]
         for problem in shown:
             lines += [_paint(x, "error" if problem.severity == "error" else "warn", color)
-                      for x in _wrap(f"Problem: {problem}")]
+                      for x in _wrap(f"Problem: {clean(problem)}")]
         if len(item.extra_problems) > len(shown):
             lines += _wrap(f"... and {len(item.extra_problems) - len(shown)} more problems "
                            "(`helix status --json` lists them all)")
@@ -252,9 +253,9 @@ def render_best_text(items: list[OperatorStatus], *, color: bool = False) -> str
 
 def _ours(item: OperatorStatus) -> list[str]:
     """Phase and next step, after the upstream lines (80 columns)."""
-    lines = _wrap(phase_text(item))
+    lines = _wrap(clean(phase_text(item)))
     if item.next_step:
-        lines += _wrap(f"Next: {item.next_step}")
+        lines += _wrap(f"Next: {clean(item.next_step)}")
     return lines
 
 
@@ -273,7 +274,7 @@ def render_best_markdown(items: list[OperatorStatus]) -> str:
             notes.append("warn")
         geo = "-" if item.geomean_speedup is None else f"{item.geomean_speedup:.2f}x"
         vgeo = "" if item.verified_geomean_speedup is None else f"{item.verified_geomean_speedup:.2f}x"
-        lines.append(f"| {item.name} | {geo} | {'Verified' if item.verified else '-'} | {vgeo} | "
+        lines.append(f"| {clean(item.name)} | {geo} | {'Verified' if item.verified else '-'} | {vgeo} | "
                      f"{','.join(notes) or '-'} |")
     return "\n".join(lines) + "\n"
 
@@ -299,7 +300,7 @@ def render_trend_markdown(items: list[OperatorStatus]) -> str:
     rows, names = _trend_rows(items)
     headers = ["Name", *names]
     lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" for _ in headers) + " |"]
-    lines += ["| " + " | ".join([i.name, *[_cell(i, k) for k in names]]) + " |" for i in rows]
+    lines += ["| " + " | ".join([clean(i.name), *[_cell(i, k) for k in names]]) + " |" for i in rows]
     return "\n".join(lines) + "\n"
 
 
@@ -307,7 +308,7 @@ def render_trend_text(items: list[OperatorStatus]) -> str:
     """Padded columns; when the rounds do not fit 80 columns they continue in further blocks,
     each repeating the Name column."""
     rows, names = _trend_rows(items)
-    table = [[i.name, *[_cell(i, k) for k in names]] for i in rows]
+    table = [[clean(i.name), *[_cell(i, k) for k in names]] for i in rows]
     name_w = max([len("Name"), *[len(r[0]) for r in table]])
     widths = [max([len(k), *[len(r[j + 1]) for r in table]]) for j, k in enumerate(names)]
     blocks: list[list[int]] = [[]]

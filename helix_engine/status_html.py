@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 
+from helix_engine.sanitize import clean
 from helix_engine.status import OperatorStatus, _trend_rows
 
 W, H = 440, 230
@@ -69,7 +70,7 @@ def render_trend_html(items: list[OperatorStatus]) -> str:
         points = sorted((int(k.split("-")[1]), v) for k, v in speedups.items())
         best, start = max(v for _, v in points), points[0][1]
         color = "#d62728" if best < 1.0 else "#2077b4"
-        cards.append(f'<div class="card"><div class="title">{html.escape(item.name)}</div>'
+        cards.append(f'<div class="card"><div class="title">{html.escape(clean(item.name))}</div>'
                      f'<div class="sub"><span style="color:{color}">max {best:.2f}x</span> · start {start:.2f}x'
                      f"</div>{_chart(points)}</div>")
     return f"""<!doctype html>

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.console import print_json
+from helix_engine.sanitize import clean
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
@@ -87,7 +88,7 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     print(f"{'#':>3}  {'lines':>7} {'bytes':>9} {'score':>6}  stage")
     for i, s in enumerate(stages, 1):
-        print(f"{i:>3}  {s.lines:>7} {s.size:>9} {s.interesting:>6}  {s.rel_path}")
+        print(f"{i:>3}  {s.lines:>7} {s.size:>9} {s.interesting:>6}  {clean(s.rel_path)}")
     return 0
 
 
@@ -98,16 +99,16 @@ def _summary(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    print(f"Stage: {data['stage']}  ({data['lines']} lines, {data['size']} bytes, score {data['interesting_score']})")
+    print(f"Stage: {clean(data['stage'])}  ({data['lines']} lines, {data['size']} bytes, score {data['interesting_score']})")
     print("Keywords: " + ", ".join(f"{k} {v}" for k, v in data["keywords"].items() if v))
     print(f"vector {data['vector_ops']}, transfer {data['transfer_ops']}, sync {data['sync_ops']}, alloc {data['alloc_ops']}")
     for line in data["highlights"]:
-        print(f"  {line}")
+        print(f"  {clean(line)}")
     return 0
 
 
 def _print_delta(d: dict[str, Any]) -> None:
-    print(f"{d['from_stage']} -> {d['to_stage']}: lines {d['line_delta']:+d}, bytes {d['size_delta']:+d}")
+    print(f"{clean(d['from_stage'])} -> {clean(d['to_stage'])}: lines {d['line_delta']:+d}, bytes {d['size_delta']:+d}")
     if d["keyword_deltas"]:
         print("keywords: " + ", ".join(f"{k} {v:+d}" for k, v in d["keyword_deltas"].items()))
 
@@ -121,7 +122,7 @@ def _diff_stages(args: argparse.Namespace) -> int:
         print_json(d)
         return 0
     _print_delta(d)
-    print(d["diff"] or "(no textual change)")
+    print(clean(d["diff"], multiline=True) or "(no textual change)")
     return 0
 
 
@@ -136,7 +137,7 @@ def _find_changes(args: argparse.Namespace) -> int:
         print("no adjacent stage pairs (a single stage per kernel)")
     for r in rows:
         print(f"score {r['score']:>6}  lines {r['line_delta']:+7d}  bytes {r['size_delta']:+9d}  "
-              f"{r['from_stage']} -> {r['to_stage']}")
+              f"{clean(r['from_stage'])} -> {clean(r['to_stage'])}")
     return 0
 
 
@@ -151,10 +152,10 @@ def _signals(args: argparse.Namespace) -> int:
                         ("sync_heavy_stages", "sync_ops")):
         print(f"{key}:")
         for row in data[key] or [{"stage": "(none)", metric: 0}]:
-            print(f"  {row[metric]:>6}  {row['stage']}")
+            print(f"  {row[metric]:>6}  {clean(row['stage'])}")
     print("suspicious_transitions:")
     for t in data["suspicious_transitions"] or []:
-        print(f"  {t['signal_score']:>6}  {t['from_stage']} -> {t['to_stage']} (vector {t['vector_delta']:+d}, "
+        print(f"  {t['signal_score']:>6}  {clean(t['from_stage'])} -> {clean(t['to_stage'])} (vector {t['vector_delta']:+d}, "
               f"transfer {t['transfer_delta']:+d}, sync {t['sync_delta']:+d})")
     if not data["suspicious_transitions"]:
         print("  (none)")
@@ -168,7 +169,7 @@ def _diff_round(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
         return 0
-    print(data.text)
+    print(data.text)  # RoundDiff.text escapes the stage names and IR lines
     return 0
 
 
@@ -181,13 +182,14 @@ def _capture(args: argparse.Namespace) -> int:
         print_json(outcome)
         return int(outcome.get("return_code", 1))
     print(f"Return code: {outcome['return_code']}")
-    print(f"IR directory: {outcome['ir_dir']}")
+    print(f"IR directory: {clean(outcome['ir_dir'])}")
     if outcome.get("label"):
-        print(f"Stages: {outcome['label']}")
+        print(f"Stages: {clean(outcome['label'])}")
     if outcome.get("message"):
-        print(outcome["message"])
+        print(clean(outcome["message"], multiline=True))
     for kernel in outcome.get("kernels", []):
         meta = kernel.get("metadata", {})
-        facts = ", ".join(f"{k} {meta[k]}" for k in ("n_regs", "shared", "num_warps", "num_stages") if meta.get(k) is not None)
-        print(f"  {kernel['name']}: {', '.join(kernel.get('stages', []))}" + (f" ({facts})" if facts else ""))
+        facts = ", ".join(f"{k} {clean(meta[k])}" for k in ("n_regs", "shared", "num_warps", "num_stages") if meta.get(k) is not None)
+        stages = clean(", ".join(map(str, kernel.get("stages", []))))
+        print(f"  {clean(kernel['name'])}: {stages}" + (f" ({facts})" if facts else ""))
     return int(outcome["return_code"])

@@ -16,8 +16,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from helix_engine.console import print_json
+from helix_engine.console import print_json, write_json_text
 from helix_engine.errors import HelixError
+from helix_engine.sanitize import clean
 
 WIDTH = 80
 ID_WIDTH = 36  # 80 minus the other columns of `jobs list`
@@ -123,7 +124,7 @@ def format_event(event: dict[str, Any]) -> str:
         body = result_summary(event.get("payload"))
     else:
         body = json.dumps(event, ensure_ascii=False, default=str)
-    return _cut(head + " ".join(body.split()), WIDTH)
+    return _cut(head + clean(" ".join(body.split())), WIDTH)
 
 
 def result_summary(payload: Any) -> str:
@@ -215,9 +216,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     print(f"{'ID':<{id_w}} {'STATUS':<9} {'DONE':>7} {'DEV':<4} {'START':<8} {'TIME':>6} RND")
     for j in jobs:
         done = progress.get(j.id)
-        line = (f"{_cut(j.id, id_w):<{id_w}} {j.status:<9} "
-                f"{_cut(f'{done[0]}/{done[1]}' if done else '', 7):>7} {_cut(j.device or '-', 4):<4} "
-                f"{_clock(j.started_at or j.created_at):<8} {_duration(j):>6} {_short_round(j.round)}")
+        line = (f"{_cut(clean(j.id), id_w):<{id_w}} {j.status:<9} "
+                f"{_cut(f'{done[0]}/{done[1]}' if done else '', 7):>7} {_cut(clean(j.device or '-'), 4):<4} "
+                f"{_clock(j.started_at or j.created_at):<8} {_duration(j):>6} {clean(_short_round(j.round))}")
         print(_cut(line.rstrip(), WIDTH))
     return 0
 
@@ -253,22 +254,22 @@ def cmd_show(args: argparse.Namespace) -> int:
             ("memory", _peak(job))]
     for key, value in rows:
         if value is not None:
-            print(_cut(f"{key + ':':<11}{value}", WIDTH))
+            print(_cut(f"{key + ':':<11}{clean(value)}", WIDTH))
     if progress:
         print(f"{'progress:':<11}{progress[0]}/{progress[1]} ({len(finished)} cases finished)")
     command = job.command
     if command:  # the user's helix command line; the worker's argv is in --json
-        print(textwrap.fill(str(command), WIDTH, initial_indent="command:   ", subsequent_indent=" " * 11,
+        print(textwrap.fill(clean(command), WIDTH, initial_indent="command:   ", subsequent_indent=" " * 11,
                             break_long_words=False, break_on_hyphens=False))
     else:  # a job.json written before the command was recorded
-        print(_cut(f"{'worker:':<11}{' '.join(job.argv)}", WIDTH))
+        print(_cut(f"{'worker:':<11}{clean(' '.join(job.argv))}", WIDTH))
     if job.message:
-        print(textwrap.fill(job.message, WIDTH, initial_indent="message:   ", subsequent_indent=" " * 11))
-    print(_cut(f"{'folder:':<11}{folder}", WIDTH))
+        print(textwrap.fill(clean(job.message), WIDTH, initial_indent="message:   ", subsequent_indent=" " * 11))
+    print(_cut(f"{'folder:':<11}{clean(folder)}", WIDTH))
     if tail:
         print("output (last lines):")
         for line in tail:
-            print(_cut("  " + line, WIDTH))
+            print(_cut("  " + clean(line, multiline=True), WIDTH))
     return 0
 
 
@@ -299,7 +300,10 @@ def cmd_tail(args: argparse.Namespace) -> int:
             while True:
                 events, new_offset = read_events(folder, offset)
                 for event in events:
-                    print(json.dumps(event, ensure_ascii=False) if args.json else format_event(event))
+                    if args.json:
+                        write_json_text(json.dumps(event, ensure_ascii=False) + "\n")
+                    else:
+                        print(format_event(event))
                     printed += 1
                 if new_offset == offset:
                     break
@@ -314,7 +318,8 @@ def cmd_tail(args: argparse.Namespace) -> int:
     if args.follow:
         final = load_job(ws, job.id)
         if not args.json and not args.output:
-            print(_cut(f"job {final.id} {final.status}" + (f": {final.message}" if final.message else ""), WIDTH))
+            print(_cut(f"job {clean(final.id)} {final.status}" + (f": {clean(final.message)}" if final.message else ""),
+                       WIDTH))
         return 0 if final.status == "passed" else 1
     return 0
 
@@ -327,7 +332,7 @@ def _copy_output(path: Path, offset: int) -> int:
     except OSError:
         return offset
     if data:
-        sys.stdout.write(data.decode("utf-8", "replace"))
+        sys.stdout.write(clean(data.decode("utf-8", "replace").replace("\r\n", "\n"), multiline=True))
     return offset + len(data)
 
 
@@ -344,7 +349,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     if before.status not in ("queued", "running"):
         print(_cut(f"job {job.id} had already ended ({before.status}); nothing to cancel", WIDTH))
         return 0
-    text = f"job {job.id} {job.status}" + (f": {job.message}" if job.message else "")
+    text = f"job {clean(job.id)} {job.status}" + (f": {clean(job.message)}" if job.message else "")
     print(textwrap.fill(text, WIDTH))
     return 0
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from helix_engine.console import print_json
 from helix_engine.errors import HelixError
+from helix_engine.sanitize import clean
 
 
 def register(sub: Any) -> None:
@@ -87,7 +88,7 @@ def run_compare_perf(args: argparse.Namespace) -> int:
             }
         )
     elif problems:
-        print("".join(f"FAIL: {problem}\n" for problem in problems), end="")
+        print("".join(f"FAIL: {clean(problem)}\n" for problem in problems), end="")
     else:
         print(compare.format_comparisons(comparisons), end="")
     return 0 if passed else 1

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from helix_engine.console import print_json
+from helix_engine.sanitize import clean
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
@@ -66,11 +67,11 @@ def _profile_bench(args: argparse.Namespace) -> int:
         print_json(outcome.to_json())
         return outcome.return_code
     print(f"Return code: {outcome.return_code}")
-    print(f"Profile directory: {outcome.profile_dir}")
+    print(f"Profile directory: {clean(outcome.profile_dir)}")
     if outcome.report is not None:
         sys.stdout.write(outcome.report.to_markdown())
-        print(f"Hint: `helix profile-report --profile-dir {outcome.profile_dir} --target-op <op>` re-reads it; "
+        print(f"Hint: `helix profile-report --profile-dir {clean(outcome.profile_dir)} --target-op <op>` re-reads it; "
               "`helix ir capture` shows the compiler's output.")
     elif outcome.message:
-        print(outcome.message)
+        print(clean(outcome.message, multiline=True))
     return outcome.return_code

@@ -10,7 +10,9 @@ import os
 import sys
 from pathlib import Path
 
+from helix_engine.console import write_json_text
 from helix_engine.errors import HelixError
+from helix_engine.sanitize import clean
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
@@ -58,6 +60,10 @@ def run_status(args: argparse.Namespace) -> int:
         raise HelixError(f"{reason}. Point `helix status` at an operator workspace (a folder with "
                          "baseline/, opt-round-N/ or opt-note.md) or at a folder of such workspaces.")
     for sentence in missing:
-        print(f"warning: {sentence}; skipped", file=sys.stderr)
-    sys.stdout.write(render(statuses, view=args.view, fmt=fmt, color=fmt == "text" and _use_color()))
+        print(f"warning: {clean(sentence)}; skipped", file=sys.stderr)
+    text = render(statuses, view=args.view, fmt=fmt, color=fmt == "text" and _use_color())
+    if fmt == "json":
+        write_json_text(text)
+    else:  # text, markdown and html escape each workspace field (helix_engine.sanitize)
+        sys.stdout.write(text)
     return 0

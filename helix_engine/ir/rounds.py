@@ -13,6 +13,7 @@ from typing import Any
 
 from helix_engine.errors import HelixError
 from helix_engine.ir.stages import Stage, diff_stages, list_stages, select_stage
+from helix_engine.sanitize import clean
 from helix_engine.workspace.layout import BASELINE_DIR, ROUND_STATE, parse_round_ref, round_dir_name
 
 IR_DIR = "ir"
@@ -63,19 +64,20 @@ class RoundDiff(dict):  # type: ignore[type-arg]
 
     @property
     def text(self) -> str:
-        lines = [f"IR diff {self['parent']} -> {self['round']}"]
+        """Stage names and IR lines come from files: escaped with ``sanitize.clean``."""
+        lines = [f"IR diff {clean(self['parent'])} -> {clean(self['round'])}"]
         if "diff" in self:
-            lines.append(f"{self['from_stage']} -> {self['to_stage']}: lines {self['line_delta']:+d}, "
+            lines.append(f"{clean(self['from_stage'])} -> {clean(self['to_stage'])}: lines {self['line_delta']:+d}, "
                          f"bytes {self['size_delta']:+d}")
             if self["keyword_deltas"]:
                 lines.append("keywords: " + ", ".join(f"{k} {v:+d}" for k, v in self["keyword_deltas"].items()))
-            lines.append(self["diff"] or "(no textual change)")
+            lines.append(clean(self["diff"], multiline=True) or "(no textual change)")
             return "\n".join(lines)
         for p in self["stages"]:
             mark = "changed" if p["changed"] else "same"
-            lines.append(f"  {mark:>7}  lines {p['line_delta']:+6d}  bytes {p['size_delta']:+8d}  {p['to_stage']}")
-        lines += [f"  only in round: {k}" for k in self["only_in_round"]]
-        lines += [f"  only in parent: {k}" for k in self["only_in_parent"]]
+            lines.append(f"  {mark:>7}  lines {p['line_delta']:+6d}  bytes {p['size_delta']:+8d}  {clean(p['to_stage'])}")
+        lines += [f"  only in round: {clean(k)}" for k in self["only_in_round"]]
+        lines += [f"  only in parent: {clean(k)}" for k in self["only_in_parent"]]
         return "\n".join(lines)
 
 

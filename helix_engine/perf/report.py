@@ -1,4 +1,8 @@
-"""Rendering of compare-perf results: the upstream text block, our CI lines, and JSON."""
+"""Rendering of compare-perf results: the upstream text block, our CI lines, and JSON.
+
+Workspace text (case ids, displays, messages) is escaped with ``sanitize.clean`` where it is
+formatted; for ordinary text that changes nothing, so the upstream block stays byte-identical.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections.abc import Sequence
 from helix_engine.console import fmt_improvement, fmt_speedup
 from helix_engine.perf import stats
 from helix_engine.perf.formulas import format_delta
+from helix_engine.sanitize import clean
 from helix_engine.workspace.models import Comparison
 
 MIXED_LINE = "mixed (kernel + total-op fallback)"
@@ -30,13 +35,13 @@ def format_comparison(comparison: Comparison, *, section: bool = False) -> str:
         lines.append(f"Metric source section: {comparison.requested}")
     if comparison.errors:
         prefix = "unavailable: " if section and comparison.requested != "all" else "FAIL: "
-        lines.extend(prefix + error for error in comparison.errors)
+        lines.extend(prefix + clean(error) for error in comparison.errors)
         return "\n".join(lines) + "\n"
     lines.append("Perf comparison:")
     for case in comparison.cases:
         lines.append(
-            f"{case.latency_id}: baseline={case.baseline_display}, "
-            f"compare={case.compare_display}, "
+            f"{clean(case.latency_id)}: baseline={clean(case.baseline_display)}, "
+            f"compare={clean(case.compare_display)}, "
             f"delta={format_delta(case.baseline_us, case.compare_us)}"
         )
     lines.append(f"Avg improvement: {fmt_improvement(comparison.avg_improvement_pct)}")
@@ -46,7 +51,7 @@ def format_comparison(comparison: Comparison, *, section: bool = False) -> str:
         lines.append(
             f"FAIL: skipped {len(comparison.skipped)} latency entries due to latency errors"
         )
-        lines.extend(comparison.skipped)
+        lines.extend(clean(skipped) for skipped in comparison.skipped)
     else:
         lines.append(f"PASS: compared {len(comparison.cases)} latency entries")
     lines.extend(format_ci_lines(comparison))
@@ -65,9 +70,10 @@ def format_ci_lines(comparison: Comparison) -> list[str]:
             assert case.ci95 is not None and case.ci_point is not None
             low, high = case.ci95
             detail = f"{case.ci_point:.3f}x [{low:.3f}x, {high:.3f}x] {case.verdict}"
-            line = f"  {case.latency_id}: {detail}"
+            latency_id = clean(case.latency_id)
+            line = f"  {latency_id}: {detail}"
             if len(line) > 80:
-                lines.extend([f"  {case.latency_id}:", f"    {detail}"])
+                lines.extend([f"  {latency_id}:", f"    {detail}"])
             else:
                 lines.append(line)
     if comparison.geomean_ci95 is not None:

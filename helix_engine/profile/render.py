@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from helix_engine.sanitize import clean
+
 if TYPE_CHECKING:
     from helix_engine.profile.report import ProfileReport
 
@@ -13,7 +15,7 @@ def _num(value: Any, digits: int = 3) -> str:
         return "-"
     if isinstance(value, float):
         return f"{value:.{digits}f}"
-    return str(value)
+    return clean(value)  # op and kernel names come from profiler files
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
@@ -23,13 +25,17 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 def render_markdown(r: ProfileReport) -> str:
-    """Sections in the order a person reads them: what is hot, what bounds it, what to read next."""
-    lines = [f"# Profile report: {r.target_operator or '(no ops)'}", ""]
-    lines.append(f"- Source: {r.source} ({r.time_label}); profile dir: `{r.profile_dir}`")
+    """Sections in the order a person reads them: what is hot, what bounds it, what to read next.
+
+    Every name or sentence that can hold profiler text (op names, paths, reasons) passes
+    through ``sanitize.clean``."""
+    target = clean(r.target_operator)
+    lines = [f"# Profile report: {target or '(no ops)'}", ""]
+    lines.append(f"- Source: {clean(r.source)} ({clean(r.time_label)}); profile dir: `{clean(r.profile_dir)}`")
     if r.target_operator:
         how = "largest total time" if r.selection == "inferred" else "--target-op"
-        lines.append(f"- Target: `{r.target_operator}` ({r.selection}: {how})")
-    lines.append(f"- Bound: **{r.bound}**; op type: {r.operator_type_guess.get('kind', 'unknown')}")
+        lines.append(f"- Target: `{target}` ({clean(r.selection)}: {how})")
+    lines.append(f"- Bound: **{clean(r.bound)}**; op type: {clean(r.operator_type_guess.get('kind', 'unknown'))}")
     lines += ["", f"## Hotspots (top {len(r.hotspots)} of {r.op_count} ops, total {r.total_time_us:.3f} µs)", ""]
     lines += _table(["OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time(us)", "Ratio(%)"],
                     [[h.op_type, h.core_type, h.count, h.total_us, h.avg_us, h.ratio_pct] for h in r.hotspots])
@@ -39,7 +45,7 @@ def render_markdown(r: ProfileReport) -> str:
                         [[k, v["total_time_us"], v["ratio_pct"]] for k, v in r.core_type_totals.items()])
     lines += ["", "## Data-movement hotspots", ""]
     if r.data_movement_hotspots:
-        lines += [f"- `{d['op_type']}`: {_num(d['total_time_us'])} µs ({_num(d['ratio_pct'])}%)"
+        lines += [f"- `{clean(d['op_type'])}`: {_num(d['total_time_us'])} µs ({_num(d['ratio_pct'])}%)"
                   for d in r.data_movement_hotspots]
     else:
         lines.append("- none (no copy/memcpy/transdata/dma/load/store/move op)")
@@ -51,18 +57,18 @@ def render_markdown(r: ProfileReport) -> str:
     pct = r.pipeline_signals.get("ratios_pct") or {}
     if pct:
         lines += ["", "## Pipeline (busy % of task time, averaged over the target's invocations)", ""]
-        lines.append("- " + ", ".join(f"{k.removesuffix('_ratio')} {v:.1f}%" for k, v in pct.items() if v))
+        lines.append("- " + ", ".join(f"{clean(k.removesuffix('_ratio'))} {v:.1f}%" for k, v in pct.items() if v))
         util = r.pipeline_signals.get("cube_utilization_percent", {}).get("avg")
         if util is not None:
             lines.append(f"- cube_utilization {util:.2f}% (core occupancy)")
         dims = r.pipeline_signals.get("block_dim", {}).get("observed_values")
         if dims:
-            lines.append(f"- Block Dim: {', '.join(map(str, dims))}")
+            lines.append(f"- Block Dim: {', '.join(map(clean, dims))}")
         wait = r.pipeline_signals.get("task_wait_time_us", {})
         if wait.get("count"):
             lines.append(f"- task wait (>0 only): avg {_num(wait['avg'])} µs over {wait['count']} invocations")
-    lines += ["", f"## Bound: {r.bound}", ""]
-    lines += [f"- {why}" for why in r.bound_analysis.get("reasoning", [])]
+    lines += ["", f"## Bound: {clean(r.bound)}", ""]
+    lines += [f"- {clean(why)}" for why in r.bound_analysis.get("reasoning", [])]
     tracks = r.msprof_timeline_signals.get("stream_like_tracks")
     if r.task_timeline_signals or tracks is not None:
         lines += ["", "## Timeline", ""]
@@ -75,11 +81,11 @@ def render_markdown(r: ProfileReport) -> str:
     if r.host_api_signals:
         h = r.host_api_signals
         lines += ["", "## Host APIs", "", f"- launch-related APIs present: {h.get('launch_related_present')}"]
-        lines += [f"- `{a['name']}`: {_num(a['time_us'])} µs × {a['count']}" for a in h.get("top_apis", [])[:5]]
+        lines += [f"- `{clean(a['name'])}`: {_num(a['time_us'])} µs × {clean(a['count'])}" for a in h.get("top_apis", [])[:5]]
     lines += ["", "## Suggested patterns", ""]
     if not r.suggested_patterns:
         lines.append("- no symptom detected from these files; read the IR (`helix ir capture`) next")
-    evidence = {s["symptom"]: s.get("evidence", "") for s in r.symptoms}
+    evidence = {s["symptom"]: clean(s.get("evidence", "")) for s in r.symptoms}
     for entry in r.suggested_patterns:
         names = []
         for p in entry["patterns"]:
@@ -89,11 +95,11 @@ def render_markdown(r: ProfileReport) -> str:
                 names.append(f"{p['name']} → {p['pattern_file']}")
             else:
                 names.append(p["name"])
-        lines.append(f"- **{entry['symptom']}** ({evidence.get(entry['symptom'], entry['trigger'])}): "
+        lines.append(f"- **{clean(entry['symptom'])}** ({evidence.get(entry['symptom'], clean(entry['trigger']))}): "
                      + ", ".join(names))
     if r.notes:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in r.notes]
+        lines += ["", "## Notes", ""] + [f"- {clean(n)}" for n in r.notes]
     if r.problems:
         lines += ["", "## Problems", ""]
-        lines += [f"- {p['file']}{':' + str(p['line']) if p.get('line') else ''}: {p['message']}" for p in r.problems]
+        lines += [clean(f"- {p['file']}{':' + str(p['line']) if p.get('line') else ''}: {p['message']}") for p in r.problems]
     return "\n".join(lines) + "\n"
