@@ -85,9 +85,8 @@ def keep_only_csv(profile_dir: Path) -> list[str]:
                 with contextlib.suppress(OSError):
                     if not any(entry.iterdir()):
                         entry.rmdir()
-            elif entry.suffix.lower() != ".csv" and entry.name not in ours:
-                if _remove(entry):
-                    removed.append(str(entry.relative_to(profile_dir)))
+            elif entry.suffix.lower() != ".csv" and entry.name not in ours and _remove(entry):
+                removed.append(str(entry.relative_to(profile_dir)))
 
     if profile_dir.is_dir() and not profile_dir.is_symlink():
         walk(profile_dir)

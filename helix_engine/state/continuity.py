@@ -174,14 +174,11 @@ def triton_launches(tree: ast.AST) -> list[ast.Call]:
 
 def _triton_signal(tree: ast.AST) -> bool:
     """Upstream's Triton signal: triton imported, a triton decorator, or ``tl.``/``triton.language``."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "triton" for a in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
-            return True
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "tl":
-            return True
-    return False
+    return any(
+        _imports(node, "triton")
+        or (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "tl")
+        for node in ast.walk(tree)
+    )
 
 
 # ---------------------------------------------------------------------------- TileLang
@@ -201,10 +198,15 @@ def _tilelang_ok(tree: ast.AST) -> bool:
                     and _dotted(call.func) == ["T", "Kernel"]
                 ):
                     launch = True
-        elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == "tilelang" for a in node.names):
-            signal = True
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tilelang":
-            signal = True
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "T":
+        elif _imports(node, "tilelang") or (
+            isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "T"
+        ):
             signal = True
     return launch and signal
+
+
+def _imports(node: ast.AST, package: str) -> bool:
+    """``import package[.x]`` or ``from package[.x] import …``."""
+    if isinstance(node, ast.Import):
+        return any(a.name.split(".")[0] == package for a in node.names)
+    return isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package

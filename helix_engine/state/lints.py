@@ -1,6 +1,6 @@
 """Lints for the seed's hard rules, read from the operator's syntax tree (never by running it),
 plus "same code as the parent" (Python tokens without comments and whitespace), which the round
-checker needs. Upstream's kernel-continuity check lives in continuity.py (re-exported here).
+checker needs. Upstream's kernel-continuity check lives in continuity.py.
 
 Each lint is a Problem with severity "warning" that names file:line, so the cockpit can show it
 inline and submit-round can return it as a note.
@@ -16,8 +16,6 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from helix_engine.state.continuity import CONTINUITY_ISSUE as CONTINUITY_ISSUE
-from helix_engine.state.continuity import kernel_continuity_ok as kernel_continuity_ok
 from helix_engine.state.continuity import triton_launches
 from helix_engine.workspace.models import Problem
 

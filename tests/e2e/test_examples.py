@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from helix_engine.eval.loader import jit_functions, metadata_kernels, parse_metadata
-from helix_engine.state.lints import kernel_continuity_ok, same_code
+from helix_engine.state.continuity import kernel_continuity_ok
+from helix_engine.state.lints import same_code
 from helix_engine.workspace import layout
 
 ROOT = Path(__file__).resolve().parents[2]

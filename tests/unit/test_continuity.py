@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from helix_engine.state.continuity import CONTINUITY_ISSUE, continuity_issue, kernel_continuity_ok
+from helix_engine.state.continuity import (
+    CONTINUITY_ISSUE,
+    continuity_issue,
+    kernel_continuity_ok,
+)
 
 HEAD = '''\
 import torch

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from helix_engine.state.lints import kernel_continuity_ok, lint_source, same_code, target_backend
+from helix_engine.state.continuity import kernel_continuity_ok
+from helix_engine.state.lints import lint_source, same_code, target_backend
 from helix_engine.workspace.models import PerfRecord
 
 CLEAN = '''\
