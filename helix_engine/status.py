@@ -116,6 +116,11 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
     problems = list(snap.problems)
     if metric is not None:  # problems of a re-evaluation under another metric
         problems = [p for p in problems if p not in _evaluation_problems(snap)] + list(companions)
+    from helix_engine.workspace.leftovers import temp_problem  # a folder scan, so status only (not the cockpit)
+
+    temps = temp_problem(snap.root)
+    if temps is not None:
+        problems.append(temps)
     wf = snap.workflow
     return OperatorStatus(
         name=snap.name,

@@ -70,6 +70,16 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
                    help="kernel: judge by the kernel view; operator: by total-op (end to end)")
     p.set_defaults(func=_submit_round)
 
+    p = sub.add_parser("repair", help="clean up after a killed helix command (temp files, a half-done start-round)",
+                       description="Remove temp files interrupted writes left (over 10 minutes old), finish a "
+                       "start-round killed after it wrote .helix/state.json, and say which command finishes a "
+                       "half-done submit-round. Every state-changing command does the same first; `helix status` "
+                       "reports what is left.")
+    p.add_argument("workspace", nargs="?", default=".", type=Path, metavar="WORKSPACE",
+                   help="the operator workspace (default: the current folder)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=_repair)
+
 
 def _submit_baseline(args: argparse.Namespace) -> int:
     from helix_engine.state.lifecycle import submit_baseline
@@ -120,6 +130,26 @@ def _submit_round(args: argparse.Namespace) -> int:
         optimize_target=args.optimize_target,
     )
     print_json(payload)
+    return code
+
+
+def _repair(args: argparse.Namespace) -> int:
+    from helix_engine.errors import HelixError
+    from helix_engine.sanitize import clean
+    from helix_engine.state.recovery import repair
+    from helix_engine.workspace.snapshot import is_workspace
+
+    workspace = Path(args.workspace).expanduser().resolve()
+    if not is_workspace(workspace):
+        raise HelixError(f"{clean(workspace)} is not an operator workspace; run helix repair in the workspace "
+                         "folder or pass it as WORKSPACE")
+    payload, code = repair(workspace)
+    if args.json:
+        print_json(payload)
+        return code
+    lines = [f"repaired: {x}" for x in payload["repaired"]]
+    lines += [f"to do: {x}" for x in payload["unresolved"]]
+    print("\n".join(clean(x) for x in lines or [payload["guideline"]]))
     return code
 
 

@@ -5,7 +5,8 @@ Every transition holds the workspace lock and re-reads the workflow state under 
 callers never both win: the second sees the state the first left and is refused with a
 sentence that says why. Every write is atomic; appends are single O_APPEND writes. Within
 submit-round the ledger is written before the state, so a kill between the two leaves the round
-active and a repeat of the call finishes the job without duplicating its ledger entry.
+active and a repeat of the call finishes the job without duplicating its ledger entry. Under the
+lock, before its own work, every transition cleans up what a killed one left (state.recovery).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from helix_engine.state import checks, cleanup, guideline, ledger, workflow
+from helix_engine.state import checks, cleanup, guideline, ledger, recovery, workflow
 from helix_engine.state.baseline import baseline_gate_issues
 from helix_engine.workspace import files, layout
 from helix_engine.workspace.md_attempts import StateUpdate
@@ -27,9 +28,28 @@ BUSY_GUIDELINE = "Another helix command is changing this workspace right now. Wa
 
 
 @contextlib.contextmanager
-def _locked(workspace: Path) -> Iterator[None]:
+def _locked(workspace: Path) -> Iterator[recovery.Recovery]:
+    """Hold the workspace lock; first repair what a killed transition left (see state.recovery)."""
     with files.workspace_lock(workspace):
-        yield
+        yield recovery.recover(workspace)
+
+
+def _annotate(result: Payload, rec: recovery.Recovery | None, workspace: Path) -> Payload:
+    """Add what the transition repaired first (``recovered``) and the crash leftovers still
+    there after it (``crash_leftovers``, e.g. a half-done submit-round that this command was
+    not); a refusal's guideline starts with the latter, since they are usually why."""
+    payload, code = result
+    if rec is None:
+        return result
+    if rec.repaired:
+        payload["recovered"] = list(rec.repaired)
+    left = rec.errors + (recovery.unresolved(workspace) if rec.unresolved else [])
+    if left:
+        payload["crash_leftovers"] = left
+        if code != 0:
+            payload["guideline"] = " ".join([*(s.rstrip(".") + "." for s in left),
+                                             str(payload.get("guideline", ""))]).strip()
+    return payload, code
 
 
 def _fail(kind: str | None, issue: str, guide: str, **extra: Any) -> Payload:
@@ -53,8 +73,9 @@ def submit_baseline(baseline_dir: Path) -> Payload:
         return {"kind": "baseline", "status": "fail", "issues": issues,
                 "guideline": checks.fail_guideline("baseline", issues)}, 1
     path = workflow.state_path(workspace)
+    rec: recovery.Recovery | None = None
     try:
-        with _locked(workspace):
+        with _locked(workspace) as rec:
             if path.exists():
                 state = workflow.load_workflow(path)
             else:
@@ -68,8 +89,9 @@ def submit_baseline(baseline_dir: Path) -> Payload:
     except files.WorkspaceBusy as exc:
         return _fail("baseline", str(exc), BUSY_GUIDELINE)
     except (FileNotFoundError, ValueError) as exc:
-        return _fail("baseline", str(exc), guideline.submit_baseline_guideline(str(exc)))
-    return {"kind": "baseline", "status": "pass", "issues": [], "guideline": "baseline check passed"}, 0
+        return _annotate(_fail("baseline", str(exc), guideline.submit_baseline_guideline(str(exc))), rec, workspace)
+    return _annotate(({"kind": "baseline", "status": "pass", "issues": [], "guideline": "baseline check passed"}, 0),
+                     rec, workspace)
 
 
 # ---------------------------------------------------------------------------- start-round
@@ -79,6 +101,7 @@ def start_round(round_dir: Path, round_strategy: str, analysis_policy: str, reas
     """Open round N (or confirm it, when repeated with identical arguments)."""
     round_dir = Path(round_dir).expanduser().resolve()
     rules = list(guideline.HARD_RULES)
+    rec: recovery.Recovery | None = None
     try:
         strategy = workflow.validate_strategy(round_strategy)
         policy = workflow.validate_policy(analysis_policy)
@@ -86,12 +109,13 @@ def start_round(round_dir: Path, round_strategy: str, analysis_policy: str, reas
         path = workflow.state_path(round_dir.parent)
         if not path.exists():
             raise FileNotFoundError(workflow.STATE_MISSING)
-        with _locked(round_dir.parent):
+        with _locked(round_dir.parent) as rec:
             warnings = _start_locked(path, round_dir, strategy, policy, why)
     except files.WorkspaceBusy as exc:
         return _fail(None, str(exc), BUSY_GUIDELINE, hard_rules=rules)
     except (FileNotFoundError, ValueError) as exc:
-        return _fail(None, str(exc), guideline.start_round_guideline(str(exc)), hard_rules=rules)
+        return _annotate(_fail(None, str(exc), guideline.start_round_guideline(str(exc)), hard_rules=rules), rec,
+                         round_dir.parent)
     payload: dict[str, Any] = {
         "status": "pass",
         "round": round_dir.name,
@@ -103,7 +127,7 @@ def start_round(round_dir: Path, round_strategy: str, analysis_policy: str, reas
     }
     if warnings:
         payload["warnings"] = warnings
-    return payload, 0
+    return _annotate((payload, 0), rec, round_dir.parent)
 
 
 def _start_locked(path: Path, round_dir: Path, strategy: str, policy: str, why: str) -> list[str]:
@@ -157,6 +181,7 @@ def _mirror(attempts: Path, update: StateUpdate, warnings: list[str]) -> None:
 def set_current_round_state(workspace: Path, reason: str, round_strategy: str | None = None,
                             analysis_policy: str | None = None) -> Payload:
     """Change the active round's strategy and/or deepen its analysis policy."""
+    rec: recovery.Recovery | None = None
     try:
         why = workflow.validate_reason(reason)
         if round_strategy is None and analysis_policy is None:
@@ -164,13 +189,13 @@ def set_current_round_state(workspace: Path, reason: str, round_strategy: str | 
         path = workflow.state_path(Path(workspace).expanduser().resolve())
         if not path.exists():
             raise FileNotFoundError(workflow.STATE_MISSING)
-        with _locked(path.parent.parent):
+        with _locked(path.parent.parent) as rec:
             result = _set_locked(path, why, round_strategy, analysis_policy)
     except files.WorkspaceBusy as exc:
         return _fail(None, str(exc), BUSY_GUIDELINE)
     except (FileNotFoundError, ValueError) as exc:
-        return _fail(None, str(exc), guideline.set_state_guideline(str(exc)))
-    return result, 0
+        return _annotate(_fail(None, str(exc), guideline.set_state_guideline(str(exc))), rec, Path(workspace))
+    return _annotate((result, 0), rec, Path(workspace))
 
 
 def _set_locked(path: Path, why: str, strategy_arg: str | None, policy_arg: str | None) -> dict[str, Any]:
@@ -247,8 +272,8 @@ def submit_round(round_dir: Path, current_round: int | None = None, final_round:
             return _fail("round", workflow.STATE_MISSING, guideline.submit_round_guideline(workflow.STATE_MISSING))
         return result.payload(), 1
     try:
-        with _locked(workspace):
-            return _submit_locked(path, round_dir, current_round, kwargs)
+        with _locked(workspace) as rec:
+            return _annotate(_submit_locked(path, round_dir, current_round, kwargs), rec, workspace)
     except files.WorkspaceBusy as exc:
         return _fail("round", str(exc), BUSY_GUIDELINE)
 
@@ -271,6 +296,7 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
                                     + guideline.submit_round_guideline(str(exc)))
             return payload, 1
         return _fail("round", str(exc), guideline.submit_round_guideline(str(exc)))
+    recovery.mark_submit(round_dir.parent, n, outcome)  # removed last: a kill before that leaves it
     if result.passed:
         cleanup.pass_cleanup(round_dir, result.round_state)
     try:
@@ -289,6 +315,7 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
     state.current_round = None
     workflow.save_workflow(path, state)
     workflow.append_timing(round_dir.parent, n, "round_end", state.run_id)
+    recovery.clear_submit(round_dir.parent)
     return result.payload(), 0 if result.passed else 1
 
 

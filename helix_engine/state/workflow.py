@@ -221,8 +221,12 @@ def append_state_update(attempts_path: Path, update: StateUpdate) -> None:
     files.append_text(attempts_path, state_update_append_text(existing_tail, update))
 
 
-def append_timing(workspace: Path, n: int, event: str, run_id: str) -> None:
-    """One ``round_start``/``round_end`` line in ``.helix/round-timings/opt-round-N.jsonl``."""
-    record: dict[str, Any] = {"event": event, "timestamp": utc_now(), "run_id": run_id, "round": n}
-    path = Path(workspace) / layout.HELIX_DIR / layout.ROUND_TIMINGS_DIR / f"{layout.round_dir_name(n)}.jsonl"
-    files.append_text(path, json.dumps(record, separators=(",", ":")) + "\n")
+def timing_path(workspace: Path, n: int) -> Path:
+    return Path(workspace) / layout.HELIX_DIR / layout.ROUND_TIMINGS_DIR / f"{layout.round_dir_name(n)}.jsonl"
+
+
+def append_timing(workspace: Path, n: int, event: str, run_id: str, timestamp: str | None = None) -> None:
+    """One ``round_start``/``round_end`` line in ``.helix/round-timings/opt-round-N.jsonl``
+    (``timestamp``: when the event happened, if not now — a crash repair writes it late)."""
+    record: dict[str, Any] = {"event": event, "timestamp": timestamp or utc_now(), "run_id": run_id, "round": n}
+    files.append_text(timing_path(workspace, n), json.dumps(record, separators=(",", ":")) + "\n")

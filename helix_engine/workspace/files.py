@@ -12,6 +12,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import tempfile
 import time
@@ -168,3 +169,109 @@ def resolve_inside(workspace: Path, declared_in: Path, value: str) -> Path:
             f"{value!r} resolves to {real}, outside the workspace {root}; keep artifacts inside it"
         )
     return chosen
+
+
+# ------------------------------------------------------------------------ crash leftovers
+
+#: A temp file of `atomic_write_text` older than this cannot belong to a live writer (a write
+#: takes milliseconds); younger ones may, since jobs write without the workspace lock.
+TEMP_MAX_AGE_S = 600.0
+#: Exactly what ``tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp")`` creates.
+_TEMP_NAME = re.compile(r"\.(?P<name>.+)\.[a-z0-9_]{8}\.tmp", re.DOTALL)
+_ROUND_DIR = re.compile(r"opt-round-[1-9][0-9]*")
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def is_temp_name(name: str) -> bool:
+    """True for a name `atomic_write_text` gives its temp file (``.NAME.XXXXXXXX.tmp``)."""
+    return _TEMP_NAME.fullmatch(name) is not None
+
+
+def orphan_temps(workspace: Path, *, max_age_s: float = TEMP_MAX_AGE_S) -> list[Path]:
+    """Temp files left by interrupted atomic writes (read-only; `helix status` reports them).
+
+    Looks only in the contract's folders (the workspace, baseline/, opt-round-N/, .helix/,
+    .helix/jobs/<id>/), opened without following a symlink, and lists only regular files whose
+    name matches the temp pattern exactly and whose mtime is at least ``max_age_s`` old."""
+    return _orphan_temps(Path(workspace), max_age_s, remove=False)
+
+
+def remove_orphan_temps(workspace: Path, *, max_age_s: float = TEMP_MAX_AGE_S) -> list[Path]:
+    """Remove what `orphan_temps` lists and return the paths removed.
+
+    Call it only while holding `workspace_lock` (the transitions do): the age guard protects the
+    writers that do not take the lock. Removal is ``unlinkat`` in a folder opened without
+    following symlinks, so a link named like a temp file is never followed, and nothing outside
+    the workspace can be reached."""
+    return _orphan_temps(Path(workspace), max_age_s, remove=True)
+
+
+def _orphan_temps(workspace: Path, max_age_s: float, *, remove: bool) -> list[Path]:
+    found: list[Path] = []
+    try:
+        root_fd = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return found
+    try:
+        now = time.time()
+        for rel, fd in _temp_folders(root_fd):
+            try:
+                for name in _listdir(fd):
+                    if _TEMP_NAME.fullmatch(name) is None:
+                        continue
+                    try:
+                        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                        if not stat.S_ISREG(st.st_mode) or now - st.st_mtime < max_age_s:
+                            continue
+                        if remove:
+                            os.unlink(name, dir_fd=fd)
+                    except OSError:
+                        continue
+                    found.append(workspace.joinpath(*rel, name))
+            finally:
+                os.close(fd)
+    finally:
+        os.close(root_fd)
+    return found
+
+
+def _temp_folders(root_fd: int) -> Iterator[tuple[tuple[str, ...], int]]:
+    """(relative parts, open fd) of each contract folder; the caller closes each fd."""
+    yield (), os.dup(root_fd)
+    names = _listdir(root_fd)
+    for name in sorted(n for n in names if n == "baseline" or _ROUND_DIR.fullmatch(n)):
+        fd = _open_dir(name, root_fd)
+        if fd is not None:
+            yield (name,), fd
+    helix_fd = _open_dir(HELIX_DIR, root_fd)
+    if helix_fd is None:
+        return
+    try:
+        yield (HELIX_DIR,), os.dup(helix_fd)
+        jobs_fd = _open_dir("jobs", helix_fd)
+        if jobs_fd is None:
+            return
+        try:
+            for name in sorted(_listdir(jobs_fd)):
+                fd = _open_dir(name, jobs_fd)
+                if fd is not None:
+                    yield (HELIX_DIR, "jobs", name), fd
+        finally:
+            os.close(jobs_fd)
+    finally:
+        os.close(helix_fd)
+
+
+def _open_dir(name: str, dir_fd: int) -> int | None:
+    """A child folder opened without following a final symlink (None when it is not one)."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+
+
+def _listdir(fd: int) -> list[str]:
+    try:
+        return os.listdir(fd)
+    except OSError:
+        return []

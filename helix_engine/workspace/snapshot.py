@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from helix_engine.workspace import layout, status_rules
+from helix_engine.workspace import layout, leftovers, status_rules
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
 from helix_engine.workspace.reading import (
     exists_dir,
@@ -330,9 +330,12 @@ def _derive(snap: WorkspaceSnapshot) -> None:
             view.problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "perf_artifact is the baseline's "
                                          "perf file, so the round compares the baseline with itself; bench "
                                          f"the round into {view.name}/", severity="warning"))
+    # crash leftovers (a few stats): a half-done start-round explains its missing folder itself
+    derived += [leftover.problem() for leftover in leftovers.detect(snap.root, wf)]
+    half_started = leftovers.half_started_round(snap.root, wf)
     if wf is not None:
         for key, entry in wf.rounds.items():
-            if key.isdigit() and int(key) not in existing:
+            if key.isdigit() and int(key) not in existing and int(key) != half_started:
                 derived.append(Problem(".helix/state.json", f"lists round {key} ({entry.status}) but "
                                        f"{entry.round_dir} does not exist; restore the folder or start the "
                                        "round again", severity="warning"))

@@ -148,6 +148,9 @@ def test_start_round_preconditions(ws: Path, setup: str, issue: str, guide: str)
     }
     if setup in states:
         write_workflow_state(ws, states[setup])
+    if setup == "other_active":  # a round start-round opened has its attempts.md (else it is a crash leftover)
+        (ws / "opt-round-2").mkdir()
+        (ws / "opt-round-2" / "attempts.md").write_text("# Attempts\n", encoding="utf-8")
     payload, code = start(ws)
     assert code == 1 and list(payload) == FAIL_KEYS
     assert payload["issues"][0].startswith(issue)

@@ -54,7 +54,8 @@ def test_crash_at_every_write_boundary(tmp_path: Path, monkeypatch: pytest.Monke
     with monkeypatch.context() as m:
         calls = _counting(m, None, False)
         assert submit_round(probe / "opt-round-2")[1] == 0
-    assert calls == ["write:opt-note.md", "write:round-state.json", "write:state.json", "append:opt-round-2.jsonl"]
+    assert calls == ["write:transition.json", "write:opt-note.md", "write:round-state.json", "write:state.json",
+                     "append:opt-round-2.jsonl"]
     for index in range(1, len(calls) + 1):
         for after in (False, True):
             ws = _ready(tmp_path / f"c{index}{after}")
@@ -71,3 +72,7 @@ def test_crash_at_every_write_boundary(tmp_path: Path, monkeypatch: pytest.Monke
             assert [r.number for r in note.rounds] == [1, 2], (index, after)
             assert note.final_best_round == "round-2" and note.overall_summary_count == 1
             assert json.loads((ws / "opt-round-2" / "round-state.json").read_text())["opt_note_updated"] is True
+            # the repeat (or its recovery) also finished the timings and removed the submit marker
+            timings = (ws / ".helix" / "round-timings" / "opt-round-2.jsonl").read_text()
+            assert timings.count('"round_end"') == 1, (index, after)
+            assert not (ws / ".helix" / "transition.json").exists(), (index, after)
