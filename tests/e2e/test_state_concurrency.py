@@ -136,6 +136,10 @@ def test_kill_9_at_random_moments_of_submit_round(tmp_path: Path) -> None:
         assert code == 0 or "already submitted" in payload["issues"][0], payload
         _assert_whole(ws)
         assert workflow_json(ws)["rounds"][str(n)]["status"] == "passed"
+        # nothing half-done is left: the submit marker is gone and the round ended exactly once
+        assert not (ws / ".helix" / "transition.json").exists()
+        ends = (ws / ".helix" / "round-timings" / f"opt-round-{n}.jsonl").read_text().count('"round_end"')
+        assert ends == 1, n
     assert killed > 0  # the loop really interrupted some submissions
     note = parse_opt_note((ws / "opt-note.md").read_text(encoding="utf-8"))
     assert [r.number for r in note.rounds] == list(range(1, 22))
