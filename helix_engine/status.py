@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helix_engine.perf.report import estimate_to_json
+from helix_engine.perf.results import RoundPromotion, SpeedupEstimate
 from helix_engine.sanitize import SGR, clean
 from helix_engine.workspace import status_rules
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
@@ -34,7 +36,7 @@ class OperatorStatus:
     state: str
     avg_improvement: float | None  # fraction, like upstream (0.3 = +30.0%)
     geomean_speedup: float | None
-    best_round: str | None
+    best_round: str | None  # upstream's: the highest geomean
     logged_best: str | None
     verified: bool
     verified_geomean_speedup: float | None
@@ -46,6 +48,8 @@ class OperatorStatus:
     problems: list[Problem] = field(default_factory=list)
     extra_problems: list[Problem] = field(default_factory=list)  # not already a warning line
     next_step: str | None = None  # ours: the command that moves this workspace on
+    promoted_best_round: str = "baseline"  # ours: the promotion rule's current best, or baseline
+    promoted_geomean: SpeedupEstimate | None = None  # its geomean vs baseline (ratio of means)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,6 +69,8 @@ class OperatorStatus:
             "rounds": self.rounds,
             "problems": [p.to_json() for p in self.problems],
             "next_step": self.next_step,
+            "promoted_best_round": self.promoted_best_round,
+            "promoted_geomean": estimate_to_json(self.promoted_geomean),
         }
 
     def round_speedups(self) -> dict[str, float]:
@@ -87,7 +93,7 @@ def round_status(view: RoundView, snap: WorkspaceSnapshot) -> str:
 
 def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> OperatorStatus:
     """The status of one loaded workspace; ``metric`` is the ``-m`` choice (None: per round)."""
-    ev = snap.extra.get("evaluation") if metric is None else None
+    ev = snap.evaluation if metric is None else None
     if ev is None:
         ev = status_rules.evaluate(snap, metric)
     best = ev.best
@@ -109,6 +115,7 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
             "metric_source": comp.metric_source if comp else None,
             "skip_reason": ev.skipped.get(n),
             "problems": len(view.problems),
+            "promotion": _promotion_json(ev.promotion.rounds.get(n)),
         })
     companions = set(ev.problems)
     for result in ev.results.values():
@@ -141,7 +148,29 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
         problems=list(dict.fromkeys(problems)),
         extra_problems=[p for p in dict.fromkeys(problems) if p not in companions],
         next_step=next_step(snap),
+        promoted_best_round=ev.promotion.best_label,
+        promoted_geomean=ev.promotion.best_geomean(),
     )
+
+
+def _promotion_json(found: RoundPromotion | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {"status": found.status, "reason": found.reason, "basis": found.basis,
+            "vs_baseline": estimate_to_json(found.vs_baseline),
+            "vs_previous_best": estimate_to_json(found.vs_previous_best),
+            "previous_best": f"round-{found.previous_best}" if found.previous_best is not None else "baseline"}
+
+
+def promoted_text(item: OperatorStatus) -> str:
+    """``Promoted best:`` line (ours): the promotion rule's best, its geomean beside its interval."""
+    geo = item.promoted_geomean
+    if item.promoted_best_round == "baseline" or geo is None:
+        return "Promoted best: baseline (no round is faster beyond the noise margin)"
+    shown = f"{geo.point:.2f}x"
+    if geo.interval is not None:
+        shown += f" [{geo.interval.low:.2f}x, {geo.interval.high:.2f}x]"
+    return f"Promoted best: {item.promoted_best_round}, geomean speedup (ratio of means) {shown}"
 
 
 def next_step(snap: WorkspaceSnapshot) -> str | None:
@@ -175,7 +204,7 @@ def phase_text(item: OperatorStatus) -> str:
 
 
 def _evaluation_problems(snap: WorkspaceSnapshot) -> set[Problem]:
-    ev = snap.extra.get("evaluation")
+    ev = snap.evaluation
     if ev is None:
         return set()
     found = set(ev.problems)
@@ -257,8 +286,9 @@ def render_best_text(items: list[OperatorStatus], *, color: bool = False) -> str
 
 
 def _ours(item: OperatorStatus) -> list[str]:
-    """Phase and next step, after the upstream lines (80 columns)."""
-    lines = _wrap(clean(phase_text(item)))
+    """Promoted best, phase and next step, after the upstream lines (80 columns)."""
+    lines = _wrap(promoted_text(item)) if item.state != "no-session" else []
+    lines += _wrap(clean(phase_text(item)))
     if item.next_step:
         lines += _wrap(f"Next: {clean(item.next_step)}")
     return lines

@@ -10,22 +10,29 @@ Upstream rules (spec upstream-eval §4) reproduced here:
     re-reading both sides of that case as total-op;
   * timing ≤ 0 (and, unlike upstream, NaN/inf) is an error of that case, never a crash;
   * delta (2 dp), Avg improvement (signed, 1 dp), Geomean speedup (2 dp), ids sorted.
-A fatal problem yields ``Comparison.errors`` (one message, as upstream prints one ``FAIL:``).
+A fatal problem yields ``RoundEvaluation.errors`` (one message, as upstream prints one ``FAIL:``).
 
-After the upstream block we append our own lines (never changing upstream's): per-case 95%
-bootstrap CIs of the speedup with a verdict, and a CI of the geomean, when both sides carry
-``samples_us``; otherwise one line saying no CI is available.
+This module only pairs the cases (``pair_records``); every number comes from the evaluation
+core (perf/evaluation.py). After the upstream block, report.py appends our own lines (never
+changing upstream's): each speedup statistic with its 95% bootstrap interval and verdict, and
+the geomean's, when both sides carry ``samples_us``; otherwise one line saying no CI is available.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from helix_engine.perf import stats
+from helix_engine.perf import evaluation
 from helix_engine.perf.artifact import record_source
+from helix_engine.perf.evaluation import (  # noqa: F401 - re-exported for callers of compare
+    MIN_CI_SAMPLES,
+    NO_SAMPLES_NOTE,
+    UNUSABLE_SAMPLES_NOTE,
+    Pair,
+    Paired,
+)
 from helix_engine.perf.formulas import (  # noqa: F401 - re-exported: compare.geomean_speedup etc.
     avg_improvement_pct,
     delta_pct,
@@ -43,16 +50,11 @@ from helix_engine.perf.report import (  # noqa: F401 - re-exported for callers o
     format_comparisons,
     metric_source_line,
 )
-from helix_engine.workspace.models import CaseDelta, Comparison, PerfRecord
+from helix_engine.perf.results import CaseProblem, RoundEvaluation
+from helix_engine.workspace.models import PerfRecord
 
 METRICS: tuple[str, ...] = ("auto", "kernel", "total-op")
 RECOVERABLE_ERROR_PREFIX = "no resolved kernels matched"
-#: Fewest samples per side for a per-case CI (fewer gives a falsely narrow interval).
-MIN_CI_SAMPLES = 3
-NO_SAMPLES_NOTE = "No CI available: the perf files carry no raw samples (samples_us)."
-UNUSABLE_SAMPLES_NOTE = (
-    "No CI available: too few raw samples, or samples of another metric."
-)
 _CASE_ALIAS = re.compile(r"^latency-case-(\d+)$")
 
 
@@ -238,21 +240,65 @@ def _normalize(
 
 def _invalid_values(
     b_entries: dict[str, _Entry], c_entries: dict[str, _Entry], bfile: str, cfile: str
-) -> dict[str, str]:
-    errors: dict[str, str] = {}
+) -> dict[str, tuple[str, CaseProblem]]:
+    """key → (upstream-style message, case problem) for the pairs the core says cannot give a
+    speedup (a time not finite, ≤ 0 or below 1 ns; a speedup that overflows)."""
+    errors: dict[str, tuple[str, CaseProblem]] = {}
     for key in sorted(set(b_entries) & set(c_entries)):
-        for side, file, value in (
-            ("baseline", bfile, b_entries[key].value),
-            ("compare", cfile, c_entries[key].value),
-        ):
-            if not valid_time(value):
-                rule = "must be > 0" if math.isfinite(value) else "must be a finite number > 0"
-                errors[key] = f"{file} cannot compare '{key}' because {side} timing {value} {rule}"
-                break
+        b, c = b_entries[key].value, c_entries[key].value
+        found = evaluation.pair_problem(b, c)
+        if found is not None:
+            side, reason = found
+            file = cfile if side == "compare" else bfile
+            value = c if side == "compare" else b
+            errors[key] = (f"{file} cannot compare '{key}' because {reason}",
+                           evaluation.case_problem(key, side, value, f"in {file}, {reason}"))
     return errors
 
 
 # ---------------------------------------------------------------------------- comparison
+
+
+def pair_records(
+    baseline: Sequence[PerfRecord],
+    candidate: Sequence[PerfRecord],
+    metric: str = "auto",
+    skip_latency_errors: bool = False,
+    *,
+    baseline_name: str = "baseline",
+    compare_name: str = "compare",
+) -> Paired:
+    """The compare-perf rule's pairing for one metric source (auto | kernel | total-op)."""
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {', '.join(METRICS)}, not {metric!r}")
+    paired = Paired(requested=metric)
+    bfile, cfile = _file_of(baseline, baseline_name), _file_of(candidate, compare_name)
+    skip = skip_latency_errors
+    try:
+        _check_bench_modes(baseline, candidate, baseline_name, compare_name)
+        b_entries, b_skipped = _parse_side(baseline, baseline_name, metric, skip, None)
+        required = {key: entry.mode for key, entry in b_entries.items()}
+        c_entries, c_skipped = _parse_side(candidate, compare_name, metric, skip, required)
+        pair_skipped = _normalize(b_entries, c_entries, skip) if metric == "auto" else {}
+        invalid = _invalid_values(b_entries, c_entries, bfile, cfile)
+        if invalid and not skip:
+            raise _Fatal(invalid[min(invalid)][0])
+    except _Fatal as exc:
+        paired.errors = [str(exc)]
+        return paired
+    comparable = sorted((set(b_entries) & set(c_entries)) - set(invalid))
+    skipped = {**b_skipped, **c_skipped, **pair_skipped, **{k: v[0] for k, v in invalid.items()}}
+    paired.skipped = [skipped[key] for key in sorted(skipped)]
+    paired.problems = [invalid[key][1] for key in sorted(invalid)]
+    for key in comparable:
+        b, c = b_entries[key], c_entries[key]
+        paired.pairs.append(Pair(
+            latency_id=key, baseline_us=b.value, compare_us=c.value,
+            metric="kernel" if b.mode == "kernel" else "total-op",
+            baseline_display=b.display, compare_display=c.display,
+            baseline_record=b.record, compare_record=c.record,
+        ))
+    return paired
 
 
 def compare_records(
@@ -264,55 +310,17 @@ def compare_records(
     *,
     baseline_name: str = "baseline",
     compare_name: str = "compare",
-) -> Comparison:
+    noise_margin: float = evaluation.DEFAULT_NOISE_MARGIN,
+) -> RoundEvaluation:
     """compare-perf for one metric source (auto | kernel | total-op). Never raises on data.
 
     ``baseline_name``/``compare_name`` name the sides in messages for records that were not
     read from a file (records from ``read_perf`` carry their own file and line).
     """
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {', '.join(METRICS)}, not {metric!r}")
-    comparison = Comparison(requested=metric, metric_source=None)
-    bfile, cfile = _file_of(baseline, baseline_name), _file_of(candidate, compare_name)
-    skip = skip_latency_errors
-    try:
-        _check_bench_modes(baseline, candidate, baseline_name, compare_name)
-        b_entries, b_skipped = _parse_side(baseline, baseline_name, metric, skip, None)
-        required = {key: entry.mode for key, entry in b_entries.items()}
-        c_entries, c_skipped = _parse_side(candidate, compare_name, metric, skip, required)
-        pair_skipped = _normalize(b_entries, c_entries, skip) if metric == "auto" else {}
-        invalid = _invalid_values(b_entries, c_entries, bfile, cfile)
-        if invalid and not skip:
-            raise _Fatal(invalid[sorted(invalid)[0]])
-    except _Fatal as exc:
-        comparison.errors = [str(exc)]
-        return comparison
-    comparable = sorted((set(b_entries) & set(c_entries)) - set(invalid))
-    skipped = {**b_skipped, **c_skipped, **pair_skipped, **invalid}
-    comparison.skipped = [skipped[key] for key in sorted(skipped)]
-    for key in comparable:
-        b, c = b_entries[key], c_entries[key]
-        comparison.cases.append(
-            CaseDelta(
-                latency_id=key, baseline_us=b.value, compare_us=c.value,
-                metric="kernel" if b.mode == "kernel" else "total-op",
-                delta_pct=delta_pct(b.value, c.value), speedup=b.value / c.value,
-                baseline_display=b.display, compare_display=c.display,
-            )
-        )
-    pairs = [(case.baseline_us, case.compare_us) for case in comparison.cases]
-    comparison.avg_improvement_pct = avg_improvement_pct(pairs)
-    comparison.geomean_speedup = geomean_speedup(pairs)
-    if pairs:
-        comparison.mean_latency_us = sum(c for _, c in pairs) / len(pairs)
-        modes = {case.metric for case in comparison.cases}
-        if metric in ("kernel", "total-op"):
-            comparison.metric_source = metric  # type: ignore[assignment]
-        else:
-            comparison.metric_source = modes.pop() if len(modes) == 1 else "mixed"  # type: ignore[assignment]
-    if with_ci:
-        _attach_ci(comparison, {k: (b_entries[k].record, c_entries[k].record) for k in comparable})
-    return comparison
+    return evaluation.evaluate(baseline, candidate, rule="compare-perf", metric=metric,
+                               skip_latency_errors=skip_latency_errors, with_ci=with_ci,
+                               noise_margin=noise_margin, baseline_name=baseline_name,
+                               compare_name=compare_name)
 
 
 def compare_all(
@@ -323,57 +331,13 @@ def compare_all(
     *,
     baseline_name: str = "baseline",
     compare_name: str = "compare",
-) -> list[Comparison]:
+) -> list[RoundEvaluation]:
     """``-m all``: a kernel section and a total-op section (or one failed pre-check)."""
     problem = check_bench_modes(baseline, candidate, baseline_name, compare_name)
     if problem is not None:
-        return [Comparison(requested="all", metric_source=None, errors=[problem])]
+        return [RoundEvaluation(requested="all", errors=[problem])]
     return [
         compare_records(baseline, candidate, source, skip_latency_errors, with_ci,
                         baseline_name=baseline_name, compare_name=compare_name)
         for source in ("kernel", "total-op")
     ]
-
-
-def _usable_samples(record: PerfRecord, metric: str) -> list[float] | None:
-    """The record's samples when they measure ``metric`` (kernel | total-op), else None.
-
-    Writers keep samples of the record's own metric: the kernel sum when kernels matched,
-    otherwise total-op. They measure the other metric too only when both averages agree
-    (perf-counter timing, where total-op = kernel).
-    """
-    samples = record.samples_us
-    if not samples or len(samples) < MIN_CI_SAMPLES or not all(valid_time(v) for v in samples):
-        return None
-    kernel, total = record.kernel_avg_time_us, record.total_op_avg_time_us
-    own = "kernel" if kernel is not None else "total-op"
-    if own != metric and not (kernel is not None and kernel == total):
-        return None
-    return list(samples)
-
-
-def _attach_ci(comparison: Comparison, records: dict[str, tuple[PerfRecord, PerfRecord]]) -> None:
-    with_samples: list[tuple[list[float], list[float]]] = []
-    any_samples = False
-    for case in comparison.cases:
-        b_rec, c_rec = records[case.latency_id]
-        any_samples = any_samples or bool(b_rec.samples_us and c_rec.samples_us)
-        b, c = _usable_samples(b_rec, case.metric), _usable_samples(c_rec, case.metric)
-        if b is None or c is None:
-            continue
-        ci = stats.bootstrap_speedup_ci(b, c)
-        case.ci95, case.ci_point, case.verdict = (ci.low, ci.high), ci.point, stats.verdict(ci)
-        with_samples.append((b, c))
-    if not comparison.cases:
-        return
-    if not with_samples:
-        comparison.ci_note = UNUSABLE_SAMPLES_NOTE if any_samples else NO_SAMPLES_NOTE
-        return
-    if len(with_samples) < len(comparison.cases):
-        missing = len(comparison.cases) - len(with_samples)
-        comparison.ci_note = (
-            f"No geomean CI: {missing} of {len(comparison.cases)} cases lack usable samples."
-        )
-        return
-    geo = stats.bootstrap_geomean_ci(with_samples)
-    comparison.geomean_ci95 = (geo.low, geo.high)

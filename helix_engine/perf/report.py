@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from helix_engine.console import fmt_improvement, fmt_speedup
 from helix_engine.perf import stats
 from helix_engine.perf.formulas import format_delta
+from helix_engine.perf.results import STATISTIC_LABEL, SpeedupEstimate
+from helix_engine.perf.results import RoundEvaluation as Comparison
 from helix_engine.sanitize import clean
-from helix_engine.workspace.models import Comparison
 
 MIXED_LINE = "mixed (kernel + total-op fallback)"
 
@@ -58,27 +59,36 @@ def format_comparison(comparison: Comparison, *, section: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _estimate_text(estimate: SpeedupEstimate) -> str:
+    """``1.234x [1.200x, 1.270x] faster``: a point always beside its own interval."""
+    assert estimate.interval is not None
+    return (f"{estimate.point:.3f}x [{estimate.interval.low:.3f}x, {estimate.interval.high:.3f}x] "
+            f"{estimate.verdict}")
+
+
 def format_ci_lines(comparison: Comparison) -> list[str]:
-    """Our confidence lines (each ≤ 80 columns unless an id alone is longer)."""
+    """Our confidence lines (each ≤ 80 columns unless an id alone is longer): per statistic, each
+    case's point with its own interval and verdict, then the geomean's."""
     if comparison.errors or not comparison.cases:
         return []
-    rows = [case for case in comparison.cases if case.ci95 is not None]
     lines: list[str] = []
-    if rows:
-        lines.append("Speedup 95% CI (bootstrap, ratio of medians):")
-        for case in rows:
-            assert case.ci95 is not None and case.ci_point is not None
-            low, high = case.ci95
-            detail = f"{case.ci_point:.3f}x [{low:.3f}x, {high:.3f}x] {case.verdict}"
-            latency_id = clean(case.latency_id)
+    for statistic in ("mean", "median"):
+        rows = [(clean(case.latency_id), getattr(case, statistic)) for case in comparison.cases]
+        rows = [(lid, est) for lid, est in rows if est is not None and est.interval is not None]
+        if not rows:
+            continue
+        lines.append(f"Speedup 95% CI (bootstrap, {STATISTIC_LABEL[statistic]}):")
+        for latency_id, estimate in rows:
+            detail = _estimate_text(estimate)
             line = f"  {latency_id}: {detail}"
             if len(line) > 80:
                 lines.extend([f"  {latency_id}:", f"    {detail}"])
             else:
                 lines.append(line)
-    if comparison.geomean_ci95 is not None:
-        low, high = comparison.geomean_ci95
-        lines.append(f"Geomean speedup 95% CI: [{low:.3f}x, {high:.3f}x]")
+    for estimate in (comparison.geomean, comparison.geomean_median):
+        if estimate is not None and estimate.interval is not None:
+            lines.append(f"Geomean speedup 95% CI ({STATISTIC_LABEL[estimate.statistic]}): "
+                         f"{_estimate_text(estimate)}")
     if comparison.ci_note:
         lines.append(comparison.ci_note)
     return lines
@@ -95,8 +105,18 @@ def comparisons_passed(comparisons: Sequence[Comparison]) -> bool:
     return bool(comparisons) and all(c.passed for c in comparisons)
 
 
+def estimate_to_json(estimate: SpeedupEstimate | None) -> dict[str, object] | None:
+    if estimate is None:
+        return None
+    return {"statistic": estimate.statistic, "point": estimate.point,
+            "ci95": list(estimate.ci95) if estimate.ci95 else None, "verdict": estimate.verdict}
+
+
 def comparison_to_json(comparison: Comparison) -> dict[str, object]:
-    """The ``--json`` form of one comparison (ours; upstream has no JSON for compare-perf)."""
+    """The ``--json`` form of one comparison (ours; upstream has no JSON for compare-perf).
+
+    ``speedup`` and ``geomean_speedup`` are upstream's numbers (ratio of means); each
+    ``speedup_*``/``geomean_*`` object is one statistic with its own interval and verdict."""
     return {
         "requested": comparison.requested,
         "metric_source": comparison.metric_source,
@@ -104,6 +124,8 @@ def comparison_to_json(comparison: Comparison) -> dict[str, object]:
         "passed": comparison.passed,
         "avg_improvement": comparison.avg_improvement_pct,
         "geomean_speedup": comparison.geomean_speedup,
+        "geomean_mean": estimate_to_json(comparison.geomean),
+        "geomean_median": estimate_to_json(comparison.geomean_median),
         "mean_latency_us": comparison.mean_latency_us,
         "cases": [
             {
@@ -115,20 +137,22 @@ def comparison_to_json(comparison: Comparison) -> dict[str, object]:
                 "metric": case.metric,
                 "delta_pct": case.delta_pct,
                 "speedup": case.speedup,
-                "ci95": list(case.ci95) if case.ci95 else None,
-                "ci_point": case.ci_point,
-                "verdict": case.verdict,
+                "speedup_mean": estimate_to_json(case.mean),
+                "speedup_median": estimate_to_json(case.median),
+                "samples": {"baseline": case.n_baseline, "compare": case.n_compare},
             }
             for case in comparison.cases
         ],
         "errors": list(comparison.errors),
         "skipped": list(comparison.skipped),
+        "problems": [p.model_dump(mode="json") for p in comparison.problems],
         "ci": {
-            "available": any(case.ci95 is not None for case in comparison.cases),
-            "method": "percentile bootstrap of median(b)/median(c)",
+            "available": any(case.mean.interval is not None for case in comparison.cases),
+            "method": "percentile bootstrap of each statistic, moved onto the printed point and "
+                      "widened when needed so it contains it",
             "confidence": stats.DEFAULT_CONFIDENCE,
             "resamples": stats.DEFAULT_RESAMPLES,
-            "geomean_ci95": list(comparison.geomean_ci95) if comparison.geomean_ci95 else None,
+            "noise_margin": comparison.noise_margin,
             "note": comparison.ci_note,
         },
     }

@@ -1,18 +1,21 @@
 """Sample statistics and bootstrap confidence intervals for perf comparisons.
 
 Upstream compares one average per case and cannot tell a real speedup from noise. When both
-perf files carry raw samples (``samples_us``) we bootstrap the speedup (ratio of medians:
-robust to the occasional slow outlier) and call a verdict with Criterion's rule: significant
-at 0.05 (the 95% CI excludes 1) *and* outside ±1%.
+perf files carry raw samples (``samples_us``) the evaluation core (perf/evaluation.py)
+bootstraps each speedup statistic it prints (the ratio of means, upstream's number, and the
+ratio of medians, robust to the occasional slow outlier) with these functions, and calls a
+verdict with Criterion's rule: significant at 0.05 (the 95% CI excludes 1) *and* outside ±1%.
 
 numpy is imported inside the functions so importing this module stays cheap.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import zlib
 from collections.abc import Sequence
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from helix_engine.workspace.models import SampleStats
 
@@ -27,6 +30,9 @@ NOISE_BAND = 0.01
 DEFAULT_SAMPLE_CAP = 2000
 
 Verdict = Literal["faster", "slower", "within-noise"]
+Statistic = Literal["mean", "median"]
+#: Resamples drawn per numpy call when bootstrapping means (bounds the index matrix's memory).
+_MEAN_CHUNK_VALUES = 2_000_000
 
 
 class SpeedupCI(NamedTuple):
@@ -82,7 +88,7 @@ def cap_samples(samples: Sequence[float], cap: int = DEFAULT_SAMPLE_CAP) -> list
     return [values[(i * n) // cap] for i in range(cap)]
 
 
-def _bootstrap_medians(values: list[float], n_resamples: int, rng: object) -> object:
+def _bootstrap_medians(values: list[float], n_resamples: int, rng: Any) -> Any:
     """Medians of ``n_resamples`` bootstrap resamples (size n, with replacement) of ``values``.
 
     Exact and O(n_resamples) instead of O(n·n_resamples): with x sorted, a resample drawn as
@@ -95,16 +101,16 @@ def _bootstrap_medians(values: list[float], n_resamples: int, rng: object) -> ob
     x = np.sort(np.asarray(values, dtype=float))
     n = x.size
     k = (n + 1) // 2 if n % 2 else n // 2
-    u1 = rng.beta(k, n - k + 1, size=n_resamples)  # type: ignore[attr-defined]
+    u1 = rng.beta(k, n - k + 1, size=n_resamples)
     low = x[np.minimum((u1 * n).astype(np.int64), n - 1)]
     if n % 2:
         return low
-    u2 = u1 + (1.0 - u1) * rng.beta(1, n - k, size=n_resamples)  # type: ignore[attr-defined]
+    u2 = u1 + (1.0 - u1) * rng.beta(1, n - k, size=n_resamples)
     high = x[np.minimum((u2 * n).astype(np.int64), n - 1)]
     return (low + high) / 2.0
 
 
-def bootstrap_medians_bruteforce(values: Sequence[float], n_resamples: int, seed: int) -> object:
+def bootstrap_medians_bruteforce(values: Sequence[float], n_resamples: int, seed: int) -> Any:
     """The textbook resampling version of ``_bootstrap_medians`` (tests compare the two)."""
     import numpy as np
 
@@ -114,26 +120,7 @@ def bootstrap_medians_bruteforce(values: Sequence[float], n_resamples: int, seed
     return np.median(arr[idx], axis=1)
 
 
-def bootstrap_ratio_distribution(
-    b_samples: Sequence[float],
-    c_samples: Sequence[float],
-    *,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    rng: object | None = None,
-    seed: int = DEFAULT_SEED,
-) -> object:
-    """Bootstrap distribution (numpy array) of median(b*)/median(c*)."""
-    import numpy as np
-
-    b = _clean(b_samples, "baseline samples")
-    c = _clean(c_samples, "compare samples")
-    if min(b) <= 0 or min(c) <= 0:
-        raise ValueError("samples must all be > 0")
-    gen = rng if rng is not None else np.random.default_rng(seed)
-    return _bootstrap_medians(b, n_resamples, gen) / _bootstrap_medians(c, n_resamples, gen)
-
-
-def _percentile_ci(dist: object, confidence: float) -> tuple[float, float]:
+def _percentile_ci(dist: Any, confidence: float) -> tuple[float, float]:
     import numpy as np
 
     alpha = (1.0 - confidence) / 2.0
@@ -155,10 +142,11 @@ def bootstrap_speedup_ci(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = DEFAULT_SEED,
 ) -> SpeedupCI:
-    """Percentile-bootstrap CI of the speedup median(b)/median(c) (deterministic)."""
-    dist = bootstrap_ratio_distribution(b_samples, c_samples, n_resamples=n_resamples, seed=seed)
-    low, high = _percentile_ci(dist, confidence)
-    return SpeedupCI(median_ratio(b_samples, c_samples), low, high)
+    """Bootstrap CI of the speedup median(b)/median(c) (deterministic; contains its point)."""
+    dist = ratio_bootstrap(b_samples, c_samples, "median", seed=seed, n_resamples=n_resamples)
+    point = median_ratio(b_samples, c_samples)
+    low, high = interval_around(dist, point, point, confidence)
+    return SpeedupCI(point, low, high)
 
 
 def bootstrap_geomean_ci(
@@ -168,25 +156,14 @@ def bootstrap_geomean_ci(
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = DEFAULT_SEED,
 ) -> SpeedupCI:
-    """CI of the geomean of per-case median ratios, every case resampled in each iteration.
-
-    One bootstrap iteration resamples every case's baseline and compare samples and takes
-    the geomean of the resampled ratios; the CI is the percentile interval of those geomeans.
-    """
-    import numpy as np
-
+    """CI of the geomean of per-case median ratios, every case resampled in each iteration."""
     if not sample_pairs:
         raise ValueError("no cases with samples")
-    rng = np.random.default_rng(seed)
-    logs = np.zeros(n_resamples, dtype=float)
-    point_logs = 0.0
-    for b, c in sample_pairs:
-        dist = bootstrap_ratio_distribution(b, c, n_resamples=n_resamples, rng=rng)
-        logs += np.log(dist)
-        point_logs += math.log(median_ratio(b, c))
-    k = len(sample_pairs)
-    low, high = _percentile_ci(np.exp(logs / k), confidence)
-    return SpeedupCI(math.exp(point_logs / k), low, high)
+    dists = [ratio_bootstrap(b, c, "median", seed=case_seed(str(i), "median", seed), n_resamples=n_resamples)
+             for i, (b, c) in enumerate(sample_pairs)]
+    point = math.exp(sum(math.log(median_ratio(b, c)) for b, c in sample_pairs) / len(sample_pairs))
+    low, high = interval_around(geomean_distribution(dists), point, point, confidence)
+    return SpeedupCI(point, low, high)
 
 
 def verdict(ci: SpeedupCI, noise_band: float = NOISE_BAND) -> Verdict:
@@ -196,3 +173,85 @@ def verdict(ci: SpeedupCI, noise_band: float = NOISE_BAND) -> Verdict:
     if ci.high < 1.0 and ci.point < 1.0 - noise_band:
         return "slower"
     return "within-noise"
+
+
+# ------------------------------------------------------------ the evaluation core's bootstrap
+
+
+def case_seed(latency_id: str, statistic: Statistic, seed: int = DEFAULT_SEED) -> int:
+    """A fixed seed per case and statistic: a case's interval is the same whichever other
+    cases are compared with it, and the geomean interval reuses the case distributions."""
+    return (seed ^ zlib.crc32(f"{statistic}:{latency_id}".encode())) & 0xFFFFFFFF
+
+
+def statistic_of(samples: Sequence[float], statistic: Statistic) -> float:
+    import numpy as np
+
+    values = np.asarray(_clean(samples), dtype=float)
+    return float(np.median(values) if statistic == "median" else np.mean(values))
+
+
+def _bootstrap_means(values: list[float], n_resamples: int, rng: Any) -> Any:
+    """Means of ``n_resamples`` bootstrap resamples (size n, with replacement), in chunks."""
+    import numpy as np
+
+    x = np.asarray(values, dtype=float)
+    n = x.size
+    out = np.empty(n_resamples, dtype=float)
+    chunk = max(1, _MEAN_CHUNK_VALUES // n)
+    for start in range(0, n_resamples, chunk):
+        k = min(chunk, n_resamples - start)
+        out[start:start + k] = x[rng.integers(0, n, size=(k, n))].mean(axis=1)
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def _ratio_distribution_cached(b: tuple[float, ...], c: tuple[float, ...], statistic: Statistic,
+                               n_resamples: int, seed: int) -> Any:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    draw = _bootstrap_medians if statistic == "median" else _bootstrap_means
+    dist = draw(list(b), n_resamples, rng) / draw(list(c), n_resamples, rng)
+    dist.setflags(write=False)  # shared by every caller through the cache
+    return dist
+
+
+def ratio_bootstrap(b_samples: Sequence[float], c_samples: Sequence[float], statistic: Statistic, *,
+                    seed: int, n_resamples: int = DEFAULT_RESAMPLES) -> Any:
+    """Bootstrap distribution (read-only numpy array) of stat(b*)/stat(c*), stat = mean or
+    median. Cached on the samples: the snapshot, the panes and the promotion rule ask for the
+    same cases again and again."""
+    b = _clean(b_samples, "baseline samples")
+    c = _clean(c_samples, "compare samples")
+    if min(b) <= 0 or min(c) <= 0:
+        raise ValueError("samples must all be > 0")
+    return _ratio_distribution_cached(tuple(b), tuple(c), statistic, n_resamples, seed)
+
+
+def interval_around(dist: Any, point: float, sample_point: float,
+                    confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+    """The 95% interval of the printed ``point``, from a bootstrap ``dist`` of the same statistic.
+
+    ``sample_point`` is the statistic of the kept samples (the ratio of sample means may differ a
+    little from the ratio of the records' averages when the samples were capped); the percentile
+    interval is moved by point/sample_point so it describes the printed number. A percentile
+    interval can still miss its own point when a few outliers make the distribution lumpy; it is
+    then widened to reach the point: never narrower, so a verdict can only get more careful.
+    """
+    low, high = _percentile_ci(dist, confidence)
+    scale = point / sample_point if sample_point > 0 and math.isfinite(sample_point) else 1.0
+    low, high = low * scale, high * scale
+    return min(low, point), max(high, point)
+
+
+def geomean_distribution(dists: Sequence[Any]) -> Any:
+    """exp(mean(log r_i)) per bootstrap iteration: every case resampled in each iteration."""
+    import numpy as np
+
+    if not dists:
+        raise ValueError("no cases with samples")
+    logs = np.zeros(len(dists[0]), dtype=float)
+    for dist in dists:
+        logs += np.log(dist)
+    return np.exp(logs / len(dists))

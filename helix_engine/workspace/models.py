@@ -13,9 +13,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# The evaluation core's typed results (perf/results.py imports nothing from here); the old
+# names CaseDelta and Comparison stay for callers.
+from helix_engine.perf.results import CaseEvaluation as CaseDelta  # noqa: F401
+from helix_engine.perf.results import Promotion, RoundPromotion  # noqa: F401
+from helix_engine.perf.results import RoundEvaluation as Comparison
+
+if TYPE_CHECKING:
+    from helix_engine.workspace.status_rules import Evaluation as WorkspaceEvaluation
 
 Status = Literal["passed", "failed", "not_run"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "not_run")
@@ -335,46 +344,6 @@ def finite_positive(value: float | None) -> bool:
     return value is not None and isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
-# ------------------------------------------------------------------------- comparison results
-
-
-@dataclass
-class CaseDelta:
-    """One compared case. ``delta_pct`` = (c−b)/b·100 (negative = faster); speedup = b/c."""
-
-    latency_id: str
-    baseline_us: float
-    compare_us: float
-    metric: Literal["kernel", "total-op"]
-    delta_pct: float
-    speedup: float
-    ci95: tuple[float, float] | None = None
-    verdict: Literal["faster", "slower", "within-noise"] | None = None
-    baseline_display: str = ""  # upstream text, e.g. "10.0", "total-op=12.5", "NA (total-op=9.0)"
-    compare_display: str = ""
-    ci_point: float | None = None  # speedup as ratio of sample medians (the CI's point estimate)
-
-
-@dataclass
-class Comparison:
-    """The result of compare-perf for one metric source (kernel, total-op or auto)."""
-
-    requested: str
-    metric_source: Literal["kernel", "total-op", "mixed"] | None
-    cases: list[CaseDelta] = field(default_factory=list)
-    avg_improvement_pct: float | None = None
-    geomean_speedup: float | None = None
-    geomean_ci95: tuple[float, float] | None = None
-    mean_latency_us: float | None = None
-    errors: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    ci_note: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return not self.errors and not self.skipped and bool(self.cases)
-
-
 # --------------------------------------------------------------------------- snapshot views
 
 
@@ -398,7 +367,8 @@ class RoundView:
     operator_file: Path | None = None
     perf_file: Path | None = None
     perf: list[PerfRecord] = field(default_factory=list)
-    comparison: Comparison | None = None  # against the baseline
+    comparison: Comparison | None = None  # against the baseline (the status rule)
+    promotion: RoundPromotion | None = None  # what the promotion rule decided for it
     terminal: bool = False
     completed: bool = False
     problems: list[Problem] = field(default_factory=list)
@@ -419,10 +389,17 @@ class WorkspaceSnapshot:
     baseline: BaselineView | None = None
     rounds: dict[int, RoundView] = field(default_factory=dict)
     workflow: WorkflowState | None = None
-    best_round: int | None = None
+    best_round: int | None = None  # upstream's numeric best (highest geomean)
     logged_best: str | None = None
     problems: list[Problem] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    evaluation: WorkspaceEvaluation | None = None  # the status rules over every round
+    promotion: Promotion | None = None  # the promotion rule over every round
+
+    @property
+    def promoted_best_round(self) -> int | None:
+        """The round the promotion rule calls "current best" (None: the baseline)."""
+        return self.promotion.best_round if self.promotion is not None else None
 
     @property
     def name(self) -> str:

@@ -130,7 +130,7 @@ def _load(path: Path) -> WorkspaceSnapshot:
         return snap
     internal: list[Problem] = []
     snap.extra["internal_problems"] = internal
-    dirs = _guard(internal, ".", lambda: _load_layout(snap), {})
+    dirs: dict[int, Path] = _guard(internal, ".", lambda: _load_layout(snap), {})
     _guard(internal, layout.BASELINE_DIR, lambda: _set_baseline(snap), None)
     for n, rdir in sorted(dirs.items()):
         _guard(internal, rdir.name, lambda n=n, rdir=rdir: _set_round(snap, n, rdir), None)  # type: ignore[misc]
@@ -192,7 +192,7 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
         if resolved is not None and resolved == baseline_perf:
             parts.add("baseline")
     old_stem = _op_stem(snap)
-    dirs = _guard(internal, ".", lambda: _load_layout(new), {})
+    dirs: dict[int, Path] = _guard(internal, ".", lambda: _load_layout(new), {})
     if _op_stem(new) != old_stem:  # the operator changed: every perf lookup may differ
         return load_workspace(root)
     if "baseline" in parts:
@@ -340,10 +340,13 @@ def _derive(snap: WorkspaceSnapshot) -> None:
                                        f"{entry.round_dir} does not exist; restore the folder or start the "
                                        "round again", severity="warning"))
     evaluation = status_rules.evaluate(snap)
-    snap.extra["evaluation"] = evaluation
+    snap.evaluation = evaluation
+    snap.promotion = evaluation.promotion
     for n, result in evaluation.results.items():
         snap.rounds[n].comparison = result.comparison
         snap.rounds[n].problems += result.problems
+    for n, view in snap.rounds.items():
+        view.promotion = evaluation.promotion.rounds.get(n)
     snap.best_round = evaluation.best_round
     snap.logged_best = evaluation.logged.value
     problems: list[Problem] = []
@@ -362,4 +365,5 @@ def _derive(snap: WorkspaceSnapshot) -> None:
 def snapshot_summary(snap: WorkspaceSnapshot) -> dict[str, Any]:
     """A small dict for logs and debugging: counts, best round, problems."""
     return {"root": str(snap.root), "rounds": len(snap.rounds), "best_round": snap.best_round,
-            "logged_best": snap.logged_best, "problems": len(snap.problems)}
+            "promoted_best_round": snap.promoted_best_round, "logged_best": snap.logged_best,
+            "problems": len(snap.problems)}

@@ -9,14 +9,16 @@ Problem that says what to do, for the UI and ``problems``.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helix_engine.perf.compare import avg_improvement_pct, geomean_speedup
-from helix_engine.workspace.models import CaseDelta, Comparison, PerfRecord, Problem, RoundView
+from helix_engine.perf import evaluation
+from helix_engine.perf.evaluation import Metric, Pair, Paired
+from helix_engine.perf.promotion import Candidate, promote
+from helix_engine.perf.results import Promotion, RoundEvaluation
+from helix_engine.workspace.models import PerfRecord, Problem, RoundView
 
 #: An error message starting like this is the recoverable "kernel not matched" case.
 RECOVERABLE_ERROR_PREFIX = "no resolved kernels matched"
@@ -33,10 +35,6 @@ def metric_for_round(requested: str | None, effective: str | None) -> str:
     if effective in ("kernel", "total-op"):
         return effective
     return "auto"
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass
@@ -88,13 +86,23 @@ def _value(rec: PerfRecord, metric: str) -> float | None:
 class RoundResult:
     """One round judged by the status rules."""
 
-    comparison: Comparison | None
+    comparison: RoundEvaluation | None
     comparable: bool
     warnings: list[str]
     problems: list[Problem]
 
 
-def compare_with_baseline(
+@dataclass
+class StatusPairing:
+    """The status rule's pairing of a round with the baseline, and what upstream warns about."""
+
+    paired: Paired
+    warnings: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    refused: bool = False
+
+
+def pair_for_status(
     baseline: list[PerfRecord],
     candidate: list[PerfRecord],
     metric: str,
@@ -102,15 +110,15 @@ def compare_with_baseline(
     round_name: str,
     baseline_file: str,
     round_file: str,
-) -> RoundResult:
+) -> StatusPairing:
     """Pair every baseline case with the round's case of the same latency id, as upstream."""
-    warnings: list[str] = []
-    problems: list[Problem] = []
-    comp = Comparison(requested=metric, metric_source=None)
+    out = StatusPairing(Paired(requested=metric))
+    warnings, problems = out.warnings, out.problems
 
-    def refuse(warning: str, problem: Problem) -> RoundResult:
-        comp.errors.append(warning)
-        return RoundResult(comp, False, [warning], [problem])
+    def refuse(warning: str, problem: Problem) -> StatusPairing:
+        out.paired.errors.append(warning)
+        out.warnings, out.problems, out.refused = [warning], [problem], True
+        return out
 
     b_issues, c_issues = _cached_issues(baseline), perf_issues(candidate)
     if b_issues.duplicates:
@@ -156,16 +164,15 @@ def compare_with_baseline(
                               f"match exactly, so {round_name} is not compared. Bench the round with "
                               "the baseline's bench file.", severity="warning"))
 
-    pairs: list[tuple[float, float]] = []
-    modes: set[str] = set()
     for latency_id in sorted(base):
         b_rec, c_rec = base[latency_id], cand[latency_id]
+        use: Metric
         if metric == "auto":
             use = "kernel"
             if b_rec.kernel_avg_time_us is None or c_rec.kernel_avg_time_us is None:
                 use = "total-op"  # upstream: if either side is on total-op, both are
         else:
-            use = metric
+            use = "kernel" if metric == "kernel" else "total-op"
         b_val, c_val = _value(b_rec, use), _value(c_rec, use)
         field_name = "kernel_avg_time_us" if use == "kernel" else "total_op_avg_time_us"
         if b_val is None or c_val is None:
@@ -174,35 +181,60 @@ def compare_with_baseline(
                           Problem(file, f"has no {field_name} for {latency_id}; {round_name} cannot be "
                                   f"compared on the {use} metric (try -m "
                                   f"{'total-op' if use == 'kernel' else 'kernel'})", severity="warning"))
-        if not _finite(b_val) or b_val <= 0:
-            warnings.append(f"baseline latency must be > 0 for {latency_id}")
-            problems.append(Problem(baseline_file, f"has {field_name}={b_val} for {latency_id}; a time "
-                                    "must be a positive number, so this case is dropped from every "
-                                    "comparison. Re-run the baseline bench.", severity="warning"))
+        found = evaluation.pair_problem(b_val, c_val)
+        if found is not None:  # upstream drops a value ≤ 0 with a warning; so do we, and one below 1 ns
+            side, reason = found
+            warnings.append(_drop_warning(side, b_val if side == "baseline" else c_val, latency_id, round_name))
+            where = baseline_file if side == "baseline" else round_file
+            problems.append(Problem(where, f"cannot compare {latency_id}: {reason}. A time must be a positive "
+                                    "number of at least 1 ns, so the case is dropped from every comparison; "
+                                    f"re-run the {'baseline' if side == 'baseline' else round_name} bench.",
+                                    severity="warning"))
+            out.paired.problems.append(evaluation.case_problem(latency_id, side, b_val if side == "baseline"
+                                                               else c_val, f"in {where}, {reason}"))
             continue
-        if not _finite(c_val) or c_val <= 0:
-            warnings.append(f"round latency must be > 0 for {round_name}:{latency_id}")
-            problems.append(Problem(round_file, f"has {field_name}={c_val} for {latency_id}; a time "
-                                    "must be a positive number, so this case is dropped. Re-run the "
-                                    "round bench.", severity="warning"))
-            continue
-        modes.add(use)
-        pairs.append((float(b_val), float(c_val)))
-        comp.cases.append(CaseDelta(latency_id=latency_id, baseline_us=float(b_val), compare_us=float(c_val),
-                                    metric=use,  # type: ignore[arg-type]
-                                    delta_pct=(c_val - b_val) / b_val * 100.0, speedup=b_val / c_val))
-    if not pairs:
-        comp.errors.append("no case with positive times on both sides")
-        return RoundResult(comp, False, warnings, problems)
-    comp.metric_source = "mixed" if len(modes) > 1 else ("kernel" if modes == {"kernel"} else "total-op")
-    comp.geomean_speedup = geomean_speedup(pairs)
-    comp.avg_improvement_pct = avg_improvement_pct(pairs)
-    comp.mean_latency_us = sum(c for _, c in pairs) / len(pairs)
-    comp.ci_note = "status rules: no confidence interval (compare-perf gives one when samples exist)"
-    return RoundResult(comp, comp.geomean_speedup is not None, warnings, problems)
+        out.paired.pairs.append(Pair(latency_id=latency_id, baseline_us=float(b_val), compare_us=float(c_val),
+                                     metric=use, baseline_record=b_rec, compare_record=c_rec))
+    if not out.paired.pairs:
+        out.paired.errors.append("no case with positive times on both sides")
+    return out
 
 
-def best_round(results: dict[int, Comparison]) -> int | None:
+def _drop_warning(side: str, value: float, latency_id: str, round_name: str) -> str:
+    """Upstream's warning for a dropped case (``… latency must be > 0 …``), and ours for a time
+    below 1 ns or a speedup that overflows."""
+    who = "baseline latency" if side == "baseline" else "round latency"
+    where = latency_id if side == "baseline" else f"{round_name}:{latency_id}"
+    if side == "both":
+        return f"round speedup is not a finite number for {where}"
+    if evaluation.time_rule(value) in ("must be > 0", "must be a finite number > 0"):
+        return f"{who} must be > 0 for {where}"
+    return f"{who} is below 1 ns for {where}"
+
+
+def compare_with_baseline(
+    baseline: list[PerfRecord],
+    candidate: list[PerfRecord],
+    metric: str,
+    *,
+    round_name: str,
+    baseline_file: str,
+    round_file: str,
+    with_ci: bool = False,
+) -> RoundResult:
+    """The status rule's comparison of one round with the baseline (numbers from the core)."""
+    pairing = pair_for_status(baseline, candidate, metric, round_name=round_name,
+                              baseline_file=baseline_file, round_file=round_file)
+    comp = evaluation.from_pairs(pairing.paired, rule="status", with_ci=with_ci)
+    if pairing.refused:
+        return RoundResult(comp, False, pairing.warnings, pairing.problems)
+    if not with_ci:
+        comp.ci_note = "status rules: no confidence interval (compare-perf gives one when samples exist)"
+    return RoundResult(comp, comp.geomean_speedup is not None and not comp.errors, pairing.warnings,
+                       pairing.problems)
+
+
+def best_round(results: dict[int, RoundEvaluation]) -> int | None:
     """Highest geomean; a tie goes to the lower mean latency; then to the earlier round."""
     best: tuple[float, float] | None = None
     chosen: int | None = None
@@ -313,20 +345,24 @@ class Evaluation:
     state: str  # ok | warning | no-session
     results: dict[int, RoundResult]
     skipped: dict[int, str]
-    best_round: int | None
+    best_round: int | None  # upstream's: the highest geomean
     logged: LoggedBest
     warnings: list[str]
     problems: list[Problem]
+    promotion: Promotion = field(default_factory=lambda: Promotion(noise_margin=evaluation.DEFAULT_NOISE_MARGIN))
 
     @property
-    def best(self) -> Comparison | None:
+    def best(self) -> RoundEvaluation | None:
         if self.best_round is None:
             return None
         return self.results[self.best_round].comparison
 
 
-def evaluate(snap: Any, metric: str | None = None) -> Evaluation:
-    """Apply the upstream status rules to a loaded snapshot (``metric`` = the ``-m`` value)."""
+def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] | None = None,
+             noise_margin: float = evaluation.DEFAULT_NOISE_MARGIN) -> Evaluation:
+    """Apply the upstream status rules to a loaded snapshot (``metric`` = the ``-m`` value), then
+    the promotion rule. ``statuses`` overrides workflow statuses (submit-round records round N's
+    outcome before .helix/state.json says it)."""
     extra = snap.extra
     warnings: list[str] = list(extra.get("baseline_warnings", []))
     problems: list[Problem] = []
@@ -366,6 +402,7 @@ def evaluate(snap: Any, metric: str | None = None) -> Evaluation:
                 else "not comparable"
     comparable = {n: r.comparison for n, r in results.items() if r.comparable and r.comparison is not None}
     best = best_round(comparable)
+    promotion = _promote(snap, metric, results, skipped, base_records, statuses or {}, noise_margin)
     has_artifacts = bool(extra.get("has_artifacts"))
     if best is not None:
         state = "ok"
@@ -390,7 +427,28 @@ def evaluate(snap: Any, metric: str | None = None) -> Evaluation:
         elif base_records and snap.rounds:
             warnings.append(MISSING_COMPARABLE)
     return Evaluation(metric=metric, state=state, results=results, skipped=skipped, best_round=best,
-                      logged=logged, warnings=list(dict.fromkeys(warnings)), problems=problems)
+                      logged=logged, warnings=list(dict.fromkeys(warnings)), problems=problems,
+                      promotion=promotion)
+
+
+def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], skipped: dict[int, str],
+             base_records: list[PerfRecord], statuses: dict[int, str], noise_margin: float) -> Promotion:
+    """The promotion rule over every round: eligible when the status rules compared it and no
+    submit-round failed it."""
+    candidates: list[Candidate] = []
+    for n in sorted(snap.rounds):
+        view = snap.rounds[n]
+        result = results.get(n)
+        status = statuses.get(n, view.workflow_status)
+        why = skipped.get(n)
+        if status == "failed":
+            why = "submit-round rejected it"
+        eligible = why is None and result is not None and result.comparable
+        candidates.append(Candidate(
+            number=n, eligible=eligible, why_not=why,
+            metric=metric_for_round(metric, view.state.effective_metric_source if view.state else None),
+            records=view.perf, vs_baseline=result.comparison if result is not None else None))
+    return promote(candidates, base_records, noise_margin=noise_margin)
 
 
 def _shown_file(snap: Any, path: Any, default: str) -> str:

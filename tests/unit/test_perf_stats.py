@@ -118,20 +118,29 @@ def test_clearly_faster_slower_and_noise_cases_get_their_verdicts() -> None:
     base = [case("fast", noisy(10.0)), case("noise", noisy(10.0, spread=0.05)), case("slow", noisy(10.0))]
     comp = [case("fast", noisy(7.0)), case("noise", noisy(10.0, spread=0.05)[::-1]), case("slow", noisy(13.0))]
     result = compare_records(base, comp)
-    verdicts = {c.latency_id: c.verdict for c in result.cases}
-    assert verdicts == {"latency-fast": "faster", "latency-noise": "within-noise", "latency-slow": "slower"}
-    assert all(c.ci95 is not None for c in result.cases)
-    assert result.geomean_ci95 is not None
-    low, high = result.geomean_ci95
+    expected = {"latency-fast": "faster", "latency-noise": "within-noise", "latency-slow": "slower"}
+    for statistic in ("mean", "median"):  # each statistic has its own interval and verdict
+        assert {c.latency_id: getattr(c, statistic).verdict for c in result.cases} == expected
+        assert all(getattr(c, statistic).interval is not None for c in result.cases)
+    assert result.geomean is not None and result.geomean.interval is not None
+    assert result.geomean_median is not None and result.geomean_median.interval is not None
     # point geomean of median ratios: (10/7 · 1 · 10/13) ** (1/3) ≈ 1.0317
-    assert low < (10 / 7 * 10 / 13) ** (1 / 3) < high
+    assert result.geomean_median.point == pytest.approx((10 / 7 * 10 / 13) ** (1 / 3))
+    low, high = result.geomean_median.ci95  # type: ignore[misc]
+    assert low <= result.geomean_median.point <= high
     text = format_comparison(result)
     lines = text.splitlines()
-    start = lines.index("Speedup 95% CI (bootstrap, ratio of medians):")
+    start = lines.index("Speedup 95% CI (bootstrap, ratio of means):")
     assert lines[: start][-1] == "PASS: compared 3 latency entries"  # upstream block untouched
     assert lines[start + 1].startswith("  latency-fast: 1.429x [") and lines[start + 1].endswith("] faster")
     assert lines[start + 3].endswith("] slower")
-    assert lines[start + 4].startswith("Geomean speedup 95% CI: [")
+    assert lines[start + 4] == "Speedup 95% CI (bootstrap, ratio of medians):"
+    geo_lines = [line for line in lines if line.startswith("Geomean speedup 95% CI")]
+    # the upstream "Geomean speedup: 1.03x" is the ratio-of-means point printed beside its interval
+    upstream = next(line for line in lines if line.startswith("Geomean speedup: "))
+    assert geo_lines[0].startswith(f"Geomean speedup 95% CI (ratio of means): {result.geomean.point:.3f}x [")
+    assert f"{result.geomean.point:.2f}x" in upstream
+    assert geo_lines[1].startswith("Geomean speedup 95% CI (ratio of medians): 1.032x [")
     assert all(len(line) <= 80 for line in lines)
 
 
@@ -139,7 +148,8 @@ def test_no_samples_on_one_side_means_no_ci() -> None:
     base = [case("a", noisy(10.0))]
     comp = [case("a", None, mean=8.0)]
     result = compare_records(base, comp)
-    assert result.cases[0].ci95 is None and result.cases[0].verdict is None
+    assert result.cases[0].mean.interval is None and result.cases[0].mean.verdict is None
+    assert result.cases[0].median is None
     assert result.ci_note == NO_SAMPLES_NOTE
     assert format_comparison(result).endswith(
         "PASS: compared 1 latency entries\n" + NO_SAMPLES_NOTE + "\n"
@@ -148,30 +158,33 @@ def test_no_samples_on_one_side_means_no_ci() -> None:
 
 def test_too_few_samples_give_no_ci() -> None:
     result = compare_records([case("a", [10.0, 10.0])], [case("a", [5.0, 5.0])])
-    assert result.cases[0].ci95 is None and result.ci_note == UNUSABLE_SAMPLES_NOTE
+    assert result.cases[0].mean.interval is None and result.ci_note == UNUSABLE_SAMPLES_NOTE
 
 
 def test_some_cases_without_samples_get_no_geomean_ci() -> None:
     base = [case("a", noisy(10.0)), case("b", None, mean=5.0)]
     comp = [case("a", noisy(5.0)), case("b", None, mean=5.0)]
     result = compare_records(base, comp)
-    assert result.cases[0].verdict == "faster" and result.cases[1].verdict is None
-    assert result.geomean_ci95 is None
+    assert result.cases[0].mean.verdict == "faster" and result.cases[1].mean.verdict is None
+    assert result.geomean is not None and result.geomean.interval is None
+    assert result.geomean_median is None  # case b has no samples, so no median
     assert result.ci_note == "No geomean CI: 1 of 2 cases lack usable samples."
 
 
 def test_with_ci_false_skips_the_bootstrap() -> None:
     result = compare_records([case("a", noisy(10.0))], [case("a", noisy(5.0))], with_ci=False)
-    assert result.cases[0].ci95 is None and result.ci_note is None
+    assert result.cases[0].mean.interval is None and result.ci_note is None
+    assert result.cases[0].median is not None and result.cases[0].median.point == pytest.approx(2.0)
     assert format_comparison(result).endswith("PASS: compared 1 latency entries\n")
 
 
 def test_long_ids_wrap_to_stay_within_80_columns() -> None:
     label = "x" * 60
     result = compare_records([case(label, noisy(10.0))], [case(label, noisy(5.0))])
-    ci_lines = format_comparison(result).splitlines()[-3:]
-    assert ci_lines[0] == f"  latency-{label}:"
-    assert ci_lines[1].startswith("    2.000x [") and len(ci_lines[1]) <= 80
+    lines = format_comparison(result).splitlines()
+    start = lines.index("Speedup 95% CI (bootstrap, ratio of means):")
+    assert lines[start + 1] == f"  latency-{label}:"
+    assert lines[start + 2].startswith("    2.000x [") and len(lines[start + 2]) <= 80
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 6, 51])
@@ -201,15 +214,15 @@ def _split(label: str, kernel_samples: list[float], total_extra: float) -> PerfR
 def test_kernel_samples_are_not_used_for_a_total_op_comparison() -> None:
     base, comp = [_split("a", noisy(10.0), 5.0)], [_split("a", noisy(5.0), 5.0)]
     kernel = compare_records(base, comp, metric="kernel")
-    assert kernel.cases[0].verdict == "faster"
+    assert kernel.cases[0].mean.verdict == "faster"
     total = compare_records(base, comp, metric="total-op")
-    assert total.cases[0].ci95 is None and total.ci_note == UNUSABLE_SAMPLES_NOTE
+    assert total.cases[0].mean.interval is None and total.ci_note == UNUSABLE_SAMPLES_NOTE
 
 
 def test_samples_measure_both_metrics_when_kernel_equals_total_op() -> None:
     # perf-counter style: total_op = kernel, so the samples time both views
     result = compare_records([case("a", noisy(10.0))], [case("a", noisy(5.0))], metric="total-op")
-    assert result.cases[0].verdict == "faster"
+    assert result.cases[0].mean.verdict == "faster"
 
 
 def test_fallback_case_uses_total_op_samples_only_when_both_sides_have_them() -> None:
@@ -219,8 +232,9 @@ def test_fallback_case_uses_total_op_samples_only_when_both_sides_have_them() ->
     # auto: the compare side has no kernel time, so both sides are read as total-op; the
     # baseline's samples are kernel samples (kernel 10 ≠ total 15), so there is no CI
     result = compare_records([_split("a", noisy(10.0), 5.0)], [total_only])
-    assert result.cases[0].metric == "total-op" and result.cases[0].ci95 is None
+    assert result.cases[0].metric == "total-op" and result.cases[0].mean.interval is None
     both = PerfRecord(case_label="a", kernel_avg_time_us=None, total_op_avg_time_us=16.0,
                       error_message=err, bench_mode="torch-npu-profiler", samples_us=noisy(16.0))
     result = compare_records([both], [total_only])
-    assert result.cases[0].verdict == "faster" and result.cases[0].ci_point == 2.0
+    assert result.cases[0].median.verdict == "faster" and result.cases[0].median.point == 2.0
+    assert result.cases[0].mean.point == 2.0  # 16/8: the records' averages

@@ -38,7 +38,7 @@ def _messages(snap) -> list[str]:
 
 
 def _warnings(snap) -> list[str]:
-    return snap.extra["evaluation"].warnings
+    return snap.evaluation.warnings
 
 
 def test_geomean_and_avg_improvement_by_hand(tmp_path: Path) -> None:
@@ -204,7 +204,7 @@ def test_multiple_baseline_perf_files_without_state(tmp_path: Path) -> None:
     (ws / "baseline" / "state.json").unlink()
     write_perf(ws / "baseline" / "other_perf.txt", BASE)
     snap = load_workspace(ws)
-    ev = snap.extra["evaluation"]
+    ev = snap.evaluation
     assert ev.state == "warning" and snap.best_round is None
     assert "found multiple baseline perf files" in ev.warnings
     assert status_rules.MISSING_BASELINE not in ev.warnings  # selection failed: no second warning
@@ -246,13 +246,13 @@ def test_top_level_perf_is_the_baseline_without_baseline_dir(tmp_path: Path) -> 
 def test_no_session_and_missing_baseline_states(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     write_operator(empty, "add")
-    assert load_workspace(empty).extra["evaluation"].state == "no-session"
+    assert load_workspace(empty).evaluation.state == "no-session"
     no_base = build_workspace(tmp_path, name="nobase", baseline=None, rounds=[R1])
-    ev = load_workspace(no_base).extra["evaluation"]
+    ev = load_workspace(no_base).evaluation
     assert ev.state == "warning" and status_rules.MISSING_BASELINE in ev.warnings
     uncomparable = build_workspace(tmp_path, name="unc", baseline=BASE,
                                    rounds=[RoundSpec(R1, correctness="failed")])
-    ev = load_workspace(uncomparable).extra["evaluation"]
+    ev = load_workspace(uncomparable).evaluation
     assert ev.state == "warning" and status_rules.MISSING_COMPARABLE in ev.warnings
 
 

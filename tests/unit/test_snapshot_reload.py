@@ -50,7 +50,7 @@ def _same(a, b) -> None:  # noqa: ANN001
         assert a.rounds[n].parent == b.rounds[n].parent
         assert a.rounds[n].completed == b.rounds[n].completed
     assert sorted(map(str, a.problems)) == sorted(map(str, b.problems))
-    assert a.extra["evaluation"].warnings == b.extra["evaluation"].warnings
+    assert a.evaluation.warnings == b.evaluation.warnings
 
 
 def _ws(tmp_path: Path) -> Path:
@@ -126,7 +126,7 @@ def test_reload_opt_note_and_workflow(tmp_path: Path, perf_reads: list[Path]) ->
     new = reload(snap, [note, state])
     assert perf_reads == []
     assert new.logged_best == "round-1"
-    assert any(w.startswith("numeric best round != logged best") for w in new.extra["evaluation"].warnings)
+    assert any(w.startswith("numeric best round != logged best") for w in new.evaluation.warnings)
     assert new.workflow.current_round == 3 and new.rounds[3].workflow_status == "active"
     _same(new, load_workspace(ws))
 

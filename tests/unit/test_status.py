@@ -48,7 +48,8 @@ def test_text_block_matches_upstream(folder: Path, capsys: pytest.CaptureFixture
         "  Logged best: round-1\n"
         "  Warning: numeric best round != logged best. computed speedup: 1.49x; logged\n"
         "    speedup: 1.16x\n"
-        "  Phase: awaiting_round_start, no active round\n"  # ours, after the upstream lines
+        "  Promoted best: round-2, geomean speedup (ratio of means) 1.49x\n"  # ours, after upstream's
+        "  Phase: awaiting_round_start, no active round\n"
         "  Next: helix start-round --round-dir opt-round-3 ... (see start-round -h)\n"
         "Summary: 1 ok, 0 warning, 0 no-session\n"
     )

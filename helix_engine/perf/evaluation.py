@@ -1,0 +1,267 @@
+"""The evaluation core: the only code that turns two sets of perf records into speedups.
+
+Input: the reference's records, the candidate's, and a rule set: ``compare-perf`` (upstream's
+compare-perf: alias ids, fatal or skipped errors, per-case auto metric) or ``status`` (upstream's
+``helix status``: exact ids, values ≤ 0 dropped with a warning). The rule decides which cases pair
+up; this module computes everything numeric for both rules, once:
+
+* per case, the ratio of the records' averages (upstream's number, statistic "mean") and, when
+  both sides carry samples, the ratio of sample medians; each with its own bootstrap interval
+  (perf/stats.py) and verdict. An interval always contains its own point
+  (``stats.interval_around``), so a row can never read ``0.99x [1.05–1.05] faster``;
+* the geomean of each statistic with its interval, the avg improvement, the mean latency;
+* case problems: a time that is not finite, ≤ 0, or below what a device timer resolves (1 ns),
+  and a speedup or geomean that is not finite, each with a sentence.
+
+The promotion rule (perf/promotion.py) and every screen read the typed ``RoundEvaluation``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from helix_engine.perf import stats
+from helix_engine.perf.formulas import avg_improvement_pct, delta_pct, geomean_speedup
+from helix_engine.perf.results import (
+    CaseEvaluation,
+    CaseProblem,
+    Interval,
+    RoundEvaluation,
+    Rule,
+    SpeedupEstimate,
+    Statistic,
+)
+from helix_engine.workspace.models import PerfRecord
+
+#: A time below this (µs) is below what a device timer resolves: 1 ns.
+MIN_TIME_US = 1e-3
+#: Default margin of practical equivalence (until `helix calibrate` measures one per case).
+DEFAULT_NOISE_MARGIN = stats.NOISE_BAND
+#: Fewest samples per side for an interval (fewer gives a falsely narrow one).
+MIN_CI_SAMPLES = 3
+NO_SAMPLES_NOTE = "No CI available: the perf files carry no raw samples (samples_us)."
+UNUSABLE_SAMPLES_NOTE = "No CI available: too few raw samples, or samples of another metric."
+
+Metric = Literal["kernel", "total-op"]
+STATISTICS: tuple[Statistic, ...] = ("mean", "median")
+
+
+@dataclass
+class Pair:
+    """One case both sides have, as a rule paired it: the two times it compares."""
+
+    latency_id: str
+    baseline_us: float
+    compare_us: float
+    metric: Metric
+    baseline_display: str = ""
+    compare_display: str = ""
+    baseline_record: PerfRecord | None = None
+    compare_record: PerfRecord | None = None
+
+
+@dataclass
+class Paired:
+    """What a rule's pairing produced: pairs, or the errors that stop the comparison."""
+
+    requested: str
+    pairs: list[Pair] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    problems: list[CaseProblem] = field(default_factory=list)
+
+
+# -------------------------------------------------------------------------- time validity
+
+
+def time_rule(value: float) -> str | None:
+    """Why ``value`` (µs) cannot be compared, as the end of a sentence; None when it can."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return "must be a finite number > 0"
+    if value <= 0:
+        return "must be > 0"
+    if value < MIN_TIME_US:
+        return ("is below 1 ns (0.001 µs), shorter than any device timer resolves; the timer or the "
+                "bench is broken, re-run it")
+    return None
+
+
+def pair_problem(b: float, c: float) -> tuple[Literal["baseline", "compare", "both"], str] | None:
+    """(side, reason) when the pair of times cannot give a speedup; None when it can."""
+    sides: tuple[tuple[Literal["baseline", "compare"], float], ...] = (("baseline", b), ("compare", c))
+    for side, value in sides:
+        rule = time_rule(value)
+        if rule is not None:
+            return side, f"{side} timing {value} {rule}"
+    if not math.isfinite(b / c):
+        return "both", (f"its speedup {b}/{c} is not a finite number (times {b} and {c} µs); "
+                        "re-run the bench, one of the times is wrong")
+    return None
+
+
+def case_problem(latency_id: str, side: Literal["baseline", "compare", "both"], value: float | None,
+                 reason: str) -> CaseProblem:
+    return CaseProblem(latency_id=latency_id, side=side, value=value,
+                       message=f"{latency_id} is not compared: {reason}.")
+
+
+# ------------------------------------------------------------------------------ the math
+
+
+def _usable_samples(record: PerfRecord | None, metric: str) -> list[float] | None:
+    """The record's samples when they measure ``metric`` (kernel | total-op), else None.
+
+    Writers keep samples of the record's own metric: the kernel sum when kernels matched,
+    otherwise total-op. They measure the other metric too only when both averages agree
+    (perf-counter timing, where total-op = kernel).
+    """
+    if record is None:
+        return None
+    samples = record.samples_us
+    if not samples or len(samples) < MIN_CI_SAMPLES or any(time_rule(v) is not None for v in samples):
+        return None
+    kernel, total = record.kernel_avg_time_us, record.total_op_avg_time_us
+    own = "kernel" if kernel is not None else "total-op"
+    if own != metric and not (kernel is not None and kernel == total):
+        return None
+    return [float(v) for v in samples]
+
+
+def _estimate(statistic: Statistic, point: float, dist: Any, sample_point: float,
+              noise_margin: float) -> SpeedupEstimate:
+    low, high = stats.interval_around(dist, point, sample_point)
+    judged = stats.verdict(stats.SpeedupCI(point, low, high), noise_band=noise_margin)
+    return SpeedupEstimate(statistic=statistic, point=point, interval=Interval(low=low, high=high),
+                           verdict=judged)
+
+
+def _geo(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+@dataclass
+class _CaseSamples:
+    b: list[float]
+    c: list[float]
+    dists: dict[str, Any] = field(default_factory=dict)
+
+
+def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
+               noise_margin: float = DEFAULT_NOISE_MARGIN) -> RoundEvaluation:
+    """Every number of a comparison, from the pairs a rule produced."""
+    ev = RoundEvaluation(rule=rule, requested=paired.requested, errors=list(paired.errors),
+                         skipped=list(paired.skipped), problems=list(paired.problems),
+                         noise_margin=noise_margin)
+    if ev.errors:
+        return ev
+    samples: dict[str, _CaseSamples] = {}
+    any_samples = False
+    for p in paired.pairs:
+        case = CaseEvaluation(
+            latency_id=p.latency_id, baseline_us=p.baseline_us, compare_us=p.compare_us, metric=p.metric,
+            delta_pct=delta_pct(p.baseline_us, p.compare_us),
+            mean=SpeedupEstimate(statistic="mean", point=p.baseline_us / p.compare_us),
+            baseline_display=p.baseline_display, compare_display=p.compare_display,
+        )
+        ev.cases.append(case)
+        b_rec, c_rec = p.baseline_record, p.compare_record
+        any_samples = any_samples or bool(b_rec and b_rec.samples_us and c_rec and c_rec.samples_us)
+        b, c = _usable_samples(b_rec, p.metric), _usable_samples(c_rec, p.metric)
+        if b is None or c is None:
+            continue
+        case.n_baseline, case.n_compare = len(b), len(c)
+        case.median = SpeedupEstimate(statistic="median", point=stats.median_ratio(b, c))
+        samples[p.latency_id] = _CaseSamples(b, c)
+    pairs = [(case.baseline_us, case.compare_us) for case in ev.cases]
+    ev.avg_improvement_pct = avg_improvement_pct(pairs)
+    geo = geomean_speedup(pairs)
+    if geo is not None and not math.isfinite(geo):
+        ev.errors.append("the geomean speedup is not a finite number; re-run the bench, a time is wrong")
+        return ev
+    if geo is not None:
+        ev.geomean = SpeedupEstimate(statistic="mean", point=geo)
+    if ev.cases:
+        ev.mean_latency_us = sum(c for _, c in pairs) / len(pairs)
+        modes = {case.metric for case in ev.cases}
+        ev.metric_source = modes.pop() if len(modes) == 1 else "mixed"
+        if len(samples) == len(ev.cases):
+            ev.geomean_median = SpeedupEstimate(
+                statistic="median", point=_geo([c.median.point for c in ev.cases if c.median is not None]))
+    if with_ci:
+        _attach_intervals(ev, samples, any_samples, noise_margin)
+    return ev
+
+
+def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any_samples: bool,
+                      noise_margin: float) -> None:
+    """Each statistic's bootstrap interval and verdict, per case and for the geomean."""
+    for case in ev.cases:
+        found = samples.get(case.latency_id)
+        if found is None:
+            continue
+        for statistic in STATISTICS:
+            dist = stats.ratio_bootstrap(found.b, found.c, statistic,
+                                         seed=stats.case_seed(case.latency_id, statistic))
+            found.dists[statistic] = dist
+            sample_point = stats.statistic_of(found.b, statistic) / stats.statistic_of(found.c, statistic)
+            if statistic == "mean":
+                case.mean = _estimate("mean", case.mean.point, dist, sample_point, noise_margin)
+            elif case.median is not None:
+                case.median = _estimate("median", case.median.point, dist, sample_point, noise_margin)
+    if not ev.cases:
+        return
+    if not samples:
+        ev.ci_note = UNUSABLE_SAMPLES_NOTE if any_samples else NO_SAMPLES_NOTE
+        return
+    if len(samples) < len(ev.cases):
+        missing = len(ev.cases) - len(samples)
+        ev.ci_note = f"No geomean CI: {missing} of {len(ev.cases)} cases lack usable samples."
+        return
+    found_all = [samples[case.latency_id] for case in ev.cases]
+    if ev.geomean is not None:
+        sample_geo = _geo([stats.statistic_of(s.b, "mean") / stats.statistic_of(s.c, "mean") for s in found_all])
+        dist = stats.geomean_distribution([s.dists["mean"] for s in found_all])
+        ev.geomean = _estimate("mean", ev.geomean.point, dist, sample_geo, noise_margin)
+    if ev.geomean_median is not None:
+        dist = stats.geomean_distribution([s.dists["median"] for s in found_all])
+        point = ev.geomean_median.point
+        ev.geomean_median = _estimate("median", point, dist, point, noise_margin)
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def evaluate(baseline: Sequence[PerfRecord], candidate: Sequence[PerfRecord], *, rule: Rule = "compare-perf",
+             metric: str = "auto", skip_latency_errors: bool = False, with_ci: bool = True,
+             noise_margin: float = DEFAULT_NOISE_MARGIN, baseline_name: str = "baseline",
+             compare_name: str = "compare") -> RoundEvaluation:
+    """``candidate`` against ``baseline`` under ``rule``. Never raises on data."""
+    if rule == "status":
+        from helix_engine.workspace.status_rules import pair_for_status
+
+        paired = pair_for_status(list(baseline), list(candidate), metric, round_name=compare_name,
+                                 baseline_file=baseline_name, round_file=compare_name).paired
+    else:
+        from helix_engine.perf.compare import pair_records
+
+        paired = pair_records(baseline, candidate, metric, skip_latency_errors,
+                              baseline_name=baseline_name, compare_name=compare_name)
+    return from_pairs(paired, rule=rule, with_ci=with_ci, noise_margin=noise_margin)
+
+
+def live_case(baseline: Sequence[PerfRecord], record: dict[str, Any] | PerfRecord,
+              metric: str = "auto") -> CaseEvaluation | None:
+    """One case that just finished, against the baseline's case of the same label (the jobs
+    pane's live column): the number compare-perf will print for it, or None."""
+    try:
+        cand = record if isinstance(record, PerfRecord) else PerfRecord.model_validate(record)
+    except (ValueError, TypeError):
+        return None
+    base = [r for r in baseline if r.latency_id == cand.latency_id]
+    if not base:
+        return None
+    result = evaluate(base[:1], [cand], metric=metric, with_ci=False)
+    return result.cases[0] if result.cases else None

@@ -1,0 +1,163 @@
+"""Typed results of the evaluation core (perf/evaluation.py) and of the promotion rule.
+
+Every screen and file that shows a speedup, an interval, a verdict, a promotion or a best round
+reads these fields; nothing outside the core computes them. Each printed interval belongs to
+one statistic, and lies next to that statistic's point: ``SpeedupEstimate`` keeps the three
+together (and its validator refuses an interval that misses its point).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Statistic = Literal["mean", "median"]
+Verdict = Literal["faster", "slower", "within-noise"]
+Rule = Literal["compare-perf", "status"]
+PromotionStatus = Literal["current best", "validated branch", "not promoted"]
+Basis = Literal["interval", "point", "none"]
+
+CURRENT_BEST: PromotionStatus = "current best"
+VALIDATED: PromotionStatus = "validated branch"
+NOT_PROMOTED: PromotionStatus = "not promoted"
+#: Names of the statistics as columns and lines label them.
+STATISTIC_LABEL: dict[str, str] = {"mean": "ratio of means", "median": "ratio of medians"}
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Interval(_Result):
+    low: float
+    high: float
+    confidence: float = 0.95
+
+
+class SpeedupEstimate(_Result):
+    """One speedup statistic (baseline/candidate): its point, its own interval, its verdict."""
+
+    statistic: Statistic
+    point: float
+    interval: Interval | None = None
+    verdict: Verdict | None = None  # None without an interval (nothing to judge noise by)
+
+    @model_validator(mode="after")
+    def _point_inside(self) -> SpeedupEstimate:
+        if self.interval is not None and not self.interval.low <= self.point <= self.interval.high:
+            raise ValueError(f"interval [{self.interval.low}, {self.interval.high}] excludes its point "
+                             f"{self.point}")
+        return self
+
+    @property
+    def ci95(self) -> tuple[float, float] | None:
+        return (self.interval.low, self.interval.high) if self.interval is not None else None
+
+
+class CaseProblem(_Result):
+    """A case that could not be evaluated: which, on which side, and a sentence saying what to do."""
+
+    latency_id: str
+    side: Literal["baseline", "compare", "both"]
+    value: float | None = None
+    message: str
+
+
+class CaseEvaluation(_Result):
+    """One compared case. ``delta_pct`` = (c−b)/b·100 (negative = faster)."""
+
+    latency_id: str
+    baseline_us: float
+    compare_us: float
+    metric: Literal["kernel", "total-op"]
+    delta_pct: float
+    mean: SpeedupEstimate  # b/c of the records' averages: upstream's number
+    median: SpeedupEstimate | None = None  # median(b samples)/median(c samples) when both have samples
+    baseline_display: str = ""  # upstream text, e.g. "10.0", "total-op=12.5", "NA (total-op=9.0)"
+    compare_display: str = ""
+    n_baseline: int = 0  # samples used for the intervals (0: none)
+    n_compare: int = 0
+
+    @property
+    def speedup(self) -> float:
+        """Upstream's per-case speedup (the ratio of means)."""
+        return self.mean.point
+
+    @property
+    def ci95(self) -> tuple[float, float] | None:
+        """The interval of ``speedup`` (the ratio of means), never another statistic's."""
+        return self.mean.ci95
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.mean.verdict
+
+
+class RoundEvaluation(_Result):
+    """A candidate's perf records against a reference's, under one rule and metric choice."""
+
+    rule: Rule = "compare-perf"
+    requested: str
+    metric_source: Literal["kernel", "total-op", "mixed"] | None = None
+    cases: list[CaseEvaluation] = Field(default_factory=list)
+    avg_improvement_pct: float | None = None
+    geomean: SpeedupEstimate | None = None  # geomean of the ratios of means: upstream's number
+    geomean_median: SpeedupEstimate | None = None
+    mean_latency_us: float | None = None
+    errors: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    problems: list[CaseProblem] = Field(default_factory=list)
+    ci_note: str | None = None
+    noise_margin: float = 0.01
+
+    @property
+    def geomean_speedup(self) -> float | None:
+        return self.geomean.point if self.geomean is not None else None
+
+    @property
+    def geomean_ci95(self) -> tuple[float, float] | None:
+        """The interval of ``geomean_speedup`` (ratio of means), never another statistic's."""
+        return self.geomean.ci95 if self.geomean is not None else None
+
+    @property
+    def passed(self) -> bool:
+        return not self.errors and not self.skipped and bool(self.cases)
+
+
+class RoundPromotion(_Result):
+    """What the promotion rule decided for one round, and on which numbers."""
+
+    round: int
+    status: PromotionStatus
+    reason: str
+    vs_baseline: SpeedupEstimate | None = None  # geomean (ratio of means) against the baseline
+    vs_previous_best: SpeedupEstimate | None = None  # geomean against the best before this round
+    previous_best: int | None = None  # None: the baseline was the best
+    basis: Basis = "none"  # what the decision could rest on
+
+
+class Promotion(_Result):
+    """The promotion rule over a workspace's rounds, in round order."""
+
+    noise_margin: float
+    rounds: dict[int, RoundPromotion] = Field(default_factory=dict)
+    best_round: int | None = None
+
+    @property
+    def best_label(self) -> str:
+        """``round-N``, or ``baseline`` when no round qualified (the ledger's Final best round)."""
+        return f"round-{self.best_round}" if self.best_round is not None else "baseline"
+
+    @property
+    def validated(self) -> list[int]:
+        return [n for n, p in sorted(self.rounds.items()) if p.status == VALIDATED]
+
+    def status_of(self, n: int) -> PromotionStatus:
+        found = self.rounds.get(n)
+        return found.status if found is not None else NOT_PROMOTED
+
+    def best_geomean(self) -> SpeedupEstimate | None:
+        if self.best_round is None:
+            return None
+        return self.rounds[self.best_round].vs_baseline
