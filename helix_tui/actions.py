@@ -240,11 +240,12 @@ def start_reason(round_dir: Path) -> str | None:
     """The reason of the latest State Update block in the round's attempts.md (start-round
     writes it), or None when there is none or the file cannot be read."""
     from helix_engine.workspace.markdown import parse_state_updates
+    from helix_engine.workspace.reading import read_bytes_safe
 
-    try:
-        text = (round_dir / layout.ATTEMPTS).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    data, _ = read_bytes_safe(round_dir / layout.ATTEMPTS, Path(round_dir).parent)
+    if data is None:
         return None
+    text = data.decode("utf-8", errors="replace")
     reasons = [u.reason.strip() for u in parse_state_updates(text) if u.reason and u.reason.strip()]
     return reasons[-1] if reasons else None
 

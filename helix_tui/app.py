@@ -17,10 +17,12 @@ from pathlib import Path
 
 from textual import on, work
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.css.query import NoMatches
 from textual.reactive import reactive
 from textual.widgets import TabbedContent, Tree
 
+from helix_engine.sanitize import clean
 from helix_engine.watch import WatchBatch, watch_workspace
 from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui import actions, hangup, render, views
@@ -268,6 +270,13 @@ class HelixApp(KeyActions, App[int]):
         else:
             self.main.query_one(f"#{message.pane}", TextPane).show(message.text, message.lexer)
 
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Every notice is plain, escaped text: it may name job ids, paths or an engine message
+        that quotes workspace content (never Textual markup, never an escape sequence)."""
+        super().notify(clean(message, multiline=True), title=clean(title), severity=severity, timeout=timeout,
+                       markup=False)
+
     def on_action_finished(self, message: ActionFinished) -> None:
         text = actions.describe_payload(message.title, message.payload, message.exit_code)
         self.notify(text, title=message.title, severity="information" if message.exit_code == 0 else "warning")
@@ -290,7 +299,10 @@ class HelixApp(KeyActions, App[int]):
 
     def on_option_list_option_highlighted(self, event) -> None:  # noqa: ANN001 - IR stage list
         if event.option_list.id == "ir-stages" and self.snapshot is not None:
-            stage = str(event.option.prompt)
+            stages = self.main.query_one("#ir", IRPane).stages  # the prompts show them escaped
+            if not 0 <= event.option_index < len(stages):
+                return
+            stage = stages[event.option_index]
             if stage != self.ir_stage:
                 self.ir_stage = stage
                 self.compute_ir(self.snapshot, self.selected, stage)
@@ -341,7 +353,7 @@ class HelixApp(KeyActions, App[int]):
             tail = self.main.query_one(f"#{widget_id}", FileTail)
             path = folder / name
             if reopen or tail.path != path:
-                tail.open(path)
+                tail.open(path, workspace=snap.root)
             else:
                 tail.poll()
         self.compute_perf(snap, self.selected, self.metric, self.against)

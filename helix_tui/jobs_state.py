@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.workspace import layout
+from helix_engine.workspace.reading import open_workspace_file
 
 #: Lines of output.log kept per job, and bytes read when a job is first seen.
 MAX_LOG_LINES = 500
@@ -187,8 +188,8 @@ class JobTracker:
         if size == start:
             live.output_offset = size
             return False
-        try:
-            with open(path, "rb") as handle:
+        try:  # the safe reader: output.log may be a FIFO or a link out of the workspace
+            with open_workspace_file(path, self.workspace) as handle:
                 handle.seek(start)
                 data = handle.read(min(size - start, 4 * FIRST_TAIL_BYTES))
         except OSError:

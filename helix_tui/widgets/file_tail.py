@@ -10,6 +10,7 @@ never an error.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from rich.cells import cell_len, chop_cells
@@ -19,6 +20,9 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+from helix_engine.sanitize import clean
+from helix_engine.workspace.reading import UnreadableFile, open_workspace_file, owning_workspace
 
 CHUNK_BYTES = 128 * 1024
 MAX_LINE_CELLS = 4000
@@ -42,6 +46,7 @@ class FileTail(ScrollView, can_focus=True):
         super().__init__(name=name, id=id)
         self.chunk_bytes = chunk_bytes
         self.path: Path | None = None
+        self.workspace: Path | None = None  # reads stay inside it (the safe reader)
         self.lines: list[str] = []
         self.start = 0  # byte offset of lines[0]
         self.end = 0  # byte offset after the last complete line read
@@ -53,9 +58,12 @@ class FileTail(ScrollView, can_focus=True):
 
     # ------------------------------------------------------------------ file reading
 
-    def open(self, path: Path | None, note: str = "") -> None:
-        """Show ``path`` (None: show ``note`` only), scrolled to the end."""
+    def open(self, path: Path | None, note: str = "", workspace: Path | None = None) -> None:
+        """Show ``path`` (None: show ``note`` only), scrolled to the end. ``workspace`` is the
+        folder every read must stay inside (default: the one owning ``path``)."""
         self.path = Path(path) if path is not None else None
+        if workspace is not None:
+            self.workspace = Path(workspace)
         self.lines, self.start, self.end, self.partial = [], 0, 0, ""
         self.note = note
         if self.path is not None:
@@ -77,23 +85,43 @@ class FileTail(ScrollView, can_focus=True):
 
     def _file_size(self) -> int | None:
         try:
-            return self.path.stat().st_size if self.path is not None and self.path.is_file() else None
+            if self.path is None or os.path.islink(self.path) or not self.path.is_file():
+                return None
+            return self.path.stat().st_size
         except OSError:
             return None
 
     def _read_bytes(self, start: int, length: int) -> bytes:
         assert self.path is not None
-        try:
-            with open(self.path, "rb") as handle:
+        try:  # the safe reader: a FIFO, device or link out of the workspace is never read
+            with open_workspace_file(self.path, self._root()) as handle:
                 handle.seek(start)
                 return handle.read(length)
         except OSError:
             return b""
 
+    def _root(self) -> Path:
+        assert self.path is not None
+        return self.workspace if self.workspace is not None else owning_workspace(self.path)
+
+    def _absent_note(self) -> str:
+        """Why there is nothing to show: the reader's sentence for a path that exists but is not a
+        readable regular file (a FIFO, a link …), else "does not exist yet"."""
+        if self.path is None:
+            return "file does not exist yet"
+        if os.path.lexists(self.path):
+            try:
+                open_workspace_file(self.path, self._root()).close()
+            except UnreadableFile as exc:
+                return clean(str(exc.problem))
+            except OSError:
+                pass
+        return f"{clean(self.path.name)} does not exist yet"
+
     def _read_tail(self) -> None:
         size = self._file_size()
         if size is None:
-            self.note = self.note or f"{self.path.name if self.path else 'file'} does not exist yet"
+            self.note = self.note or self._absent_note()
             return
         start = max(0, size - self.chunk_bytes)
         data = self._read_bytes(start, size - start)
@@ -176,11 +204,11 @@ class FileTail(ScrollView, can_focus=True):
         rows: list[tuple[str, Style | None]] = []
         if self.start > 0:
             rows.append((f"… {self.start} earlier bytes (home: load more)", _NOTE))
-        for line in self._shown():
+        for line in self._shown():  # file text: escaped here, the one place rows are made
             style = _HEADING if line.startswith("#") else None
-            rows.extend((part, style) for part in _wrap(line, width))
+            rows.extend((part, style) for part in _wrap(clean(line), width))
         if self.note:
-            rows.extend((part, _NOTE) for part in _wrap(self.note, width))
+            rows.extend((part, _NOTE) for part in _wrap(clean(self.note), width))
         self._rows = rows
         self.virtual_size = Size(width, len(rows))
         self.refresh()
