@@ -32,7 +32,9 @@ from helix_engine.jobs.procs import pid_alive
 from helix_engine.sanitize import clean
 from helix_engine.workspace.files import atomic_write_json
 from helix_engine.workspace.layout import HELIX_DIR, JOBS_DIR
+from helix_engine.workspace.json_text import parse_json
 from helix_engine.workspace.models import Problem
+from helix_engine.workspace.reading import MAX_JSON_BYTES, open_workspace_file, read_text_safe
 
 JobStatus = Literal["queued", "running", "passed", "failed", "timeout", "cancelled", "lost"]
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "passed", "failed", "timeout", "cancelled", "lost")
@@ -115,13 +117,25 @@ class JobRecordError(ValueError):
     """A job.json that helix will not act on (its id is not the folder it lives in)."""
 
 
+def _job_workspace(folder: Path) -> Path:
+    """The workspace of a job folder ``W/.helix/jobs/<id>``: what its files' reads must stay inside."""
+    folder = Path(os.path.abspath(folder))
+    if folder.parent.name == JOBS_DIR and folder.parent.parent.name == HELIX_DIR:
+        return folder.parents[2]
+    return folder
+
+
 def _read_job(folder: Path) -> JobInfo:
     """job.json of ``folder``; raises when it is damaged or names another id than its folder.
 
     Why the id check: every consumer builds paths from ``info.id`` (``jobs_root / id``); an id
     read from a crafted file (``"../../x"``, ``"/home"``) must never reach one.
     """
-    data = json.loads((Path(folder) / JOB_NAME).read_text(encoding="utf-8"))
+    text, problem = read_text_safe(Path(folder) / JOB_NAME, _job_workspace(folder), max_bytes=MAX_JSON_BYTES)
+    if problem is None:
+        data, problem = parse_json(text or "", JOB_NAME)
+    if problem is not None:
+        raise JobRecordError(problem.message)
     info = JobInfo.model_validate(data)
     if info.id != Path(folder).name or not _ID_RE.match(info.id):
         raise JobRecordError(
@@ -267,8 +281,8 @@ def read_events(job_dir: Path, offset: int = 0) -> tuple[list[dict[str, Any]], i
         return [], max(0, offset)
     if offset < 0 or offset > size:
         offset = 0
-    try:
-        with open(path, "rb") as handle:
+    try:  # the safe reader: events.jsonl may be a FIFO or a link out of the workspace
+        with open_workspace_file(path, _job_workspace(job_dir)) as handle:
             handle.seek(offset)
             data = handle.read(MAX_EVENTS_CHUNK)
     except OSError:
