@@ -67,7 +67,8 @@ def _profile_bench(args: argparse.Namespace) -> int:
         print_json(outcome.to_json())
         return outcome.return_code
     print(f"Return code: {outcome.return_code}")
-    print(f"Profile directory: {clean(outcome.profile_dir)}")
+    shown = clean(outcome.profile_dir) if outcome.profile_dir else "none (a failed profile keeps no folder)"
+    print(f"Profile directory: {shown}")
     if outcome.report is not None:
         sys.stdout.write(outcome.report.to_markdown())
         print(f"Hint: `helix profile-report --profile-dir {clean(outcome.profile_dir)} --target-op <op>` re-reads it; "

@@ -3,6 +3,14 @@
 Parent side (no torch). One job runs all cases (or, with several devices in ``--devices``,
 one job per case spread over the device pool). A child that crashes mid-run loses only the
 case it was in: finished cases come back from events.jsonl and the rest run in a new job.
+
+Failed runs never replace good data. The perf file (canonical ``<op>_perf.txt``, ``--output``,
+or the baseline's) is written, atomically, only by a run that completed: every job of the run
+finished and returned its records (none was cancelled, timed out or crashed) and at least one
+case was measured. Cases that raised inside a completed run stay in the file as error rows with
+rc 1, as upstream writes them.
+Otherwise the file is left byte-for-byte as it was (or not created), the run's rows are only
+reported, and the command fails with a sentence that says so (`refusal`).
 """
 
 from __future__ import annotations
@@ -51,6 +59,13 @@ class BenchRun:
     job_ids: list[str]
     output: str
     fatal: str | None = None
+    #: how each job of the run ended, in order: ``completed`` when it returned its records (its
+    #: exit code may still be 1 for case errors), else its status (failed = crashed, timeout, …)
+    job_endings: list[str] = field(default_factory=list)
+
+
+def ending(run: WorkerRun) -> str:
+    return "completed" if run.finished_cleanly else str(run.job.status)
 
 
 def _error_record(case_id: str, names: list[str], source: str, mode: str, backend: str,
@@ -100,6 +115,7 @@ def collect_records(
     records: dict[str, dict[str, Any]] = {}
     order: list[str] | None = None
     job_ids: list[str] = []
+    endings: list[str] = []
     outputs: list[str] = []
     skip: list[str] = []
     for _attempt in range(256):
@@ -107,6 +123,7 @@ def collect_records(
         run = run_worker(ws, kind, request, backend=be, cwd=bench.parent, device_pool=devices,
                          round_name=round_name, on_event=on_event, timeout_s=timeout_s)
         job_ids.append(run.job.id)
+        endings.append(ending(run))
         outputs.append(run.output)
         order = order or _plan(run)
         if run.result is not None and "records" in run.result:
@@ -114,7 +131,7 @@ def collect_records(
                 records[rec["case_label"]] = rec
             break
         if order is None or run.result is not None:  # contract error, or died before any case
-            return BenchRun([], job_ids, "\n".join(outputs), run.failure_text())
+            return BenchRun([], job_ids, "\n".join(outputs), run.failure_text(), endings)
         # the child died mid-run: keep finished cases, fail the one in flight, resume the rest
         for rec in finished_records(run):
             records[rec["case_label"]] = rec
@@ -131,7 +148,7 @@ def collect_records(
             break
         skip = list(records)
     ordered = [records[c] for c in (order or list(records)) if c in records]
-    return BenchRun(ordered, job_ids, "\n".join(outputs))
+    return BenchRun(ordered, job_ids, "\n".join(outputs), job_endings=endings)
 
 
 def _collect_parallel(op: Path, bench: Path, mode: str, be: Any, ws: Path, devices: list[str],
@@ -142,7 +159,7 @@ def _collect_parallel(op: Path, bench: Path, mode: str, be: Any, ws: Path, devic
     plan_run = run_worker(ws, "bench-plan", dict(base, action="plan"), backend=be, cwd=bench.parent,
                           round_name=round_name, timeout_s=timeout_s)
     if plan_run.result is None or "case_ids" not in plan_run.result:
-        return BenchRun([], [plan_run.job.id], plan_run.output, plan_run.failure_text())
+        return BenchRun([], [plan_run.job.id], plan_run.output, plan_run.failure_text(), [ending(plan_run)])
     ids = [c for c in plan_run.result["case_ids"] if not case_ids or c in case_ids]
 
     def one(cid: str) -> tuple[dict[str, Any], WorkerRun]:
@@ -155,7 +172,8 @@ def _collect_parallel(op: Path, bench: Path, mode: str, be: Any, ws: Path, devic
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(ids), len(devices)) or 1) as pool:
         results = list(pool.map(one, ids))
     return BenchRun([r for r, _ in results], [plan_run.job.id] + [run.job.id for _, run in results],
-                    "\n".join(run.output for _, run in results))
+                    "\n".join(run.output for _, run in results),
+                    job_endings=[ending(plan_run)] + [ending(run) for _, run in results])
 
 
 def write_records(path: Path, records: list[dict[str, Any]]) -> None:
@@ -167,6 +185,48 @@ def write_records(path: Path, records: list[dict[str, Any]]) -> None:
 def case_errored(record: dict[str, Any]) -> bool:
     msg = record.get("error_message")
     return bool(msg) and not str(msg).startswith("no resolved kernels matched")
+
+
+def case_measured(record: dict[str, Any]) -> bool:
+    """A time was measured (a kernel-name miss still measured the total op)."""
+    return not case_errored(record) and (
+        record.get("kernel_avg_time_us") is not None or record.get("total_op_avg_time_us") is not None)
+
+
+_UNFINISHED = {
+    "cancelled": "the bench was cancelled",
+    "timeout": "the bench timed out",
+    "failed": "a bench job crashed",
+    "lost": "a bench job was lost (its supervisor died)",
+}
+
+
+def refusal(run: BenchRun) -> str | None:
+    """Why ``run`` must not become a perf file, or None when it may (see the module doc)."""
+    if run.fatal is not None:
+        return f"the bench did not run: {run.fatal}"
+    for how in run.job_endings:
+        if how != "completed":
+            return _UNFINISHED.get(how, f"a bench job ended with status {how}")
+    if not run.records:
+        return "the bench measured no case"
+    if not any(case_measured(r) for r in run.records):
+        first = next((r for r in run.records if r.get("error_message")), None)
+        said = f"; {first['case_label']}: {first['error_message']}" if first else ""
+        return f"no case was measured (all {len(run.records)} failed{said})"
+    return None
+
+
+def promote_records(path: Path, run: BenchRun) -> str | None:
+    """Write ``run``'s records to ``path`` when the run completed (atomically: a temp file in
+    the same folder, renamed over ``path``); else leave ``path`` untouched. Returns None when
+    written, else the sentence for the user."""
+    why = refusal(run)
+    if why is None:
+        write_records(path, run.records)
+        return None
+    kept = f"{path} was left as it was" if path.is_file() else f"no perf file was written ({path})"
+    return f"{why}; {kept}: a failed run never replaces a perf file"
 
 
 def compare_files(baseline: Path, candidate: Path, metric_source: str, skip: bool) -> tuple[str, int, list[dict[str, Any]]]:
@@ -254,7 +314,11 @@ def run_bench(
                 return BenchOutcome(1, None, mode, be.name, job_ids=job_ids, message=base_run.fatal,
                                     output=base_run.output,
                                     text=f"FAIL: the baseline bench did not run: {base_run.fatal}")
-            write_records(baseline_perf, base_run.records)
+            base_refused = promote_records(baseline_perf, base_run)
+            if base_refused is not None:
+                return BenchOutcome(1, None, mode, be.name, records=base_run.records, job_ids=job_ids,
+                                    message=base_refused, output=base_run.output,
+                                    text=f"FAIL: baseline bench: {base_refused}")
         lines.append(f"Baseline perf file: {baseline_perf}")
     with round_timing(ws, "run_bench"):
         run = collect_records(op, bench, mode, be, ws, devices=devices, on_event=on_event, timeout_s=timeout_s)
@@ -265,7 +329,18 @@ def run_bench(
                             baseline_perf_file=str(baseline_perf) if baseline_perf else None,
                             message=run.fatal, output=run.output, text="\n".join(lines))
     perf_path = Path(output).expanduser().resolve() if output else layout.perf_path_for(op)
-    write_records(perf_path, run.records)
+    refused = promote_records(perf_path, run)
+    if refused is not None:
+        lines.append(f"FAIL: {refused}")
+        errors = [f"  {r['case_label']}: {r['error_message']}" for r in run.records if case_errored(r)]
+        if errors:
+            lines.append(f"{len(errors)} case(s) failed:")
+            lines += errors
+        if run.output.strip():
+            lines.append(run.output.rstrip())
+        return BenchOutcome(1, None, mode, be.name, records=run.records, job_ids=job_ids,
+                            baseline_perf_file=str(baseline_perf) if baseline_perf else None,
+                            message=refused, output=run.output, text="\n".join(lines))
     rc = 1 if any(case_errored(r) for r in run.records) else 0
     lines.append(f"Perf file: {perf_path}")
     outcome = BenchOutcome(rc, str(perf_path), mode, be.name, records=run.records, job_ids=job_ids,

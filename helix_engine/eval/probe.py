@@ -22,7 +22,7 @@ from typing import Any
 
 from helix_engine.console import fmt_improvement, fmt_speedup
 from helix_engine.errors import HelixError
-from helix_engine.eval.bench import collect_records, write_records
+from helix_engine.eval.bench import collect_records, promote_records, write_records
 from helix_engine.eval.jobrun import bench_mode_for, check_file, resolve_backend
 from helix_engine.eval.loader import find_bench_file
 from helix_engine.workspace import layout
@@ -240,7 +240,9 @@ def probe_bench(
                                        caps=caps, on_event=on_event, kind="probe-bench")
             if base_run.fatal:
                 return _fail(out, f"the baseline probe did not run: {base_run.fatal}", verbose)
-            write_records(perf_path, base_run.records)
+            refused = promote_records(perf_path, base_run)  # a failed run never becomes the cache
+            if refused is not None:
+                return _fail(out, f"the baseline probe failed: {refused}", verbose)
             atomic_write_json(meta_path, {"key": key, "created_at": time.time()})
     run = collect_records(op, bench, mode, be, ws, devices=devices, caps=caps, on_event=on_event,
                           kind="probe-bench")

@@ -13,11 +13,15 @@
   without a GPU".
 Layout for cuda/cpu: ``D/<kernel>/<kernel>.{source,ttir,ttgir,llir,ptx,cubin}`` + ``metadata.json``.
 Every capture writes ``D/capture-manifest.json``. D must not exist yet (no overwrite).
+The jobs write into a staging folder beside D (workspace/staging.py) that is renamed to D only
+when the capture passed; a cancelled, timed-out or failed capture leaves no D (so it can simply
+be run again) and no partial stages for list-stages to read.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import shutil
 import subprocess
 import time
@@ -27,7 +31,7 @@ from typing import Any
 from helix_engine.errors import HelixError
 from helix_engine.eval.jobrun import resolve_bench_inputs, round_name_of, run_child_job
 from helix_engine.profile.bench import profile_timeout
-from helix_engine.workspace import layout
+from helix_engine.workspace import layout, staging
 from helix_engine.workspace.files import atomic_write_json
 
 DUMP_MARK = "Dumping intermediate results to "
@@ -115,10 +119,54 @@ def capture_ir(ir_dir: Path, operator_file: Path, bench_file: Path | None = None
     """Capture the stages into ``ir_dir``; returns the manifest plus return_code and message."""
     from helix_engine.eval.backends import select_backend
 
-    ir_dir = _check_new_dir(ir_dir)
+    final = _check_new_dir(ir_dir)
     operator_file, bench_file = resolve_bench_inputs(operator_file, bench_file)
     be = select_backend(backend)
     ws = layout.workspace_of(operator_file)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging.remove_leftovers(final.parent)
+    staged = staging.staging_dir(final)
+    try:
+        outcome = _capture(ws, staged, operator_file, bench_file, case_id, be, on_event)
+    except BaseException:
+        staging.discard(staged)
+        raise
+    return _settle(outcome, staged, final)
+
+
+def _settle(outcome: dict[str, Any], staged: Path, final: Path) -> dict[str, Any]:
+    """Promote the staged capture to ``final`` when it passed; otherwise remove it."""
+    if outcome.get("return_code") != 0:
+        staging.discard(staged)
+        outcome = _relocated(outcome, staged, final)
+        note = f"no IR directory was kept ({final} was not created); fix the failure and capture again"
+        return {**outcome, "ir_dir": None, "message": "\n".join(filter(None, [outcome.get("message"), note]))}
+    manifest = staged / "capture-manifest.json"
+    try:
+        if manifest.is_file():  # the jobs only knew the staging folder: record the final paths
+            atomic_write_json(manifest, _relocated(json.loads(manifest.read_text(encoding="utf-8")), staged, final))
+        staging.promote(staged, final)
+    except (OSError, ValueError) as exc:
+        staging.discard(staged)
+        return {**_relocated(outcome, staged, final), "ir_dir": None, "return_code": 1,
+                "message": f"the capture ran but cannot be kept: {exc}"}
+    return _relocated(outcome, staged, final)
+
+
+def _relocated(value: Any, staged: Path, final: Path) -> Any:
+    """``value`` with the staging folder's path replaced by the final one (manifest paths)."""
+    if isinstance(value, str):
+        return value.replace(str(staged), str(final))
+    if isinstance(value, list):
+        return [_relocated(v, staged, final) for v in value]
+    if isinstance(value, dict):
+        return {k: _relocated(v, staged, final) for k, v in value.items()}
+    return value
+
+
+def _capture(ws: Path, ir_dir: Path, operator_file: Path, bench_file: Path, case_id: str | None, be: Any,
+             on_event: Any) -> dict[str, Any]:
+    """Run the capture into ``ir_dir`` (the staging folder)."""
     common = {"operator_file": str(operator_file), "bench_file": str(bench_file), "case_id": case_id,
               "ir_dir": str(ir_dir)}
     job_kw = {"backend": be, "cwd": operator_file.parent, "round_name": round_name_of(operator_file),

@@ -2,7 +2,9 @@
 
 The run writes ``<out>/PROF_<case>_<epoch_ms>/`` (upstream's folder name; ``<out>`` defaults to
 ``<operator dir>/profile``) so a re-profile never overwrites the previous one, and
-`build_report` on ``<out>`` picks the newest run. The child is
+`build_report` on ``<out>`` picks the newest run. The child writes into a staging folder beside
+it (workspace/staging.py) that becomes ``PROF_*`` only when the job passed: a cancelled,
+timed-out or crashed profile leaves no folder that "the newest run" could pick up. The child is
 ``python -m helix_engine.profile.worker`` under `jobs.runner.run_job` (kind ``profile``), so
 every helix process sees it in ``.helix/jobs/`` and a crash or hang in user code ends the job,
 not helix. Time limit: ``HELIX_PROFILE_TIMEOUT_SECONDS`` (default 900, as upstream).
@@ -20,7 +22,7 @@ from typing import Any
 from helix_engine.errors import HelixError
 from helix_engine.eval.jobrun import resolve_bench_inputs, round_name_of, run_child_job
 from helix_engine.profile.report import ProfileReport
-from helix_engine.workspace import layout
+from helix_engine.workspace import layout, staging
 
 TIMEOUT_ENV = "HELIX_PROFILE_TIMEOUT_SECONDS"
 DEFAULT_TIMEOUT_S = 900.0
@@ -62,19 +64,31 @@ def profile_bench(operator_file: Path, case_id: str, bench_file: Path | None = N
     out = Path(out_dir).resolve() if out_dir else operator_file.parent / "profile"
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", str(case_id))[:80]
     run_dir = out / f"PROF_{safe}_{int(time.time() * 1000)}"
+    staged = staging.staging_dir(run_dir)
+    staging.remove_leftovers(out)
     ws = layout.workspace_of(operator_file)
     request = {"operator_file": str(operator_file), "bench_file": str(bench_file), "case_id": case_id,
-               "run_dir": str(run_dir)}
-    done = run_child_job(ws, "profile", "helix_engine.profile.worker", request, backend=be,
-                         cwd=operator_file.parent, round_name=round_name_of(operator_file),
-                         timeout_s=profile_timeout(), on_event=on_event)
+               "run_dir": str(staged), "final_dir": str(run_dir)}
+    try:
+        done = run_child_job(ws, "profile", "helix_engine.profile.worker", request, backend=be,
+                             cwd=operator_file.parent, round_name=round_name_of(operator_file),
+                             timeout_s=profile_timeout(), on_event=on_event)
+    except BaseException:
+        staging.discard(staged)
+        raise
     result = done.result or {}
     rc = int(result.get("return_code", 1)) if done.job.status in ("passed", "failed") else 1
     if rc != 0 or done.job.status != "passed":
+        staging.discard(staged)  # a failed run leaves nothing behind
         why = result.get("error") or done.job.message or f"the profile job ended with status {done.job.status}"
         tail = done.output.strip().splitlines()[-15:]
         message = f"profile failed: {why}" + ("\n" + "\n".join(tail) if tail else "")
-        return ProfileOutcome(rc or 1, run_dir if run_dir.exists() else None, be.name, None, message, done.job.id)
+        return ProfileOutcome(rc or 1, None, be.name, None, message, done.job.id)
+    try:
+        staging.promote(staged, run_dir)
+    except OSError as exc:
+        staging.discard(staged)
+        return ProfileOutcome(1, None, be.name, None, f"the profile ran but cannot be kept: {exc}", done.job.id)
     try:
         report = build_report(run_dir, top=top)
     except HelixError as exc:

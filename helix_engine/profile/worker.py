@@ -83,7 +83,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     warmup, repeats = case.warmup, case.repeats
     if backend.name == "cpu":
         warmup, repeats = min(warmup, CPU_MAX_WARMUP), min(repeats, CPU_MAX_REPEATS)
-    run_dir = Path(request["run_dir"])
+    run_dir = Path(request["run_dir"])  # a staging folder: the parent renames it when the job passed
+    shown_dir = request.get("final_dir") or str(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     events.case_started(case.id, 0, 1)
     fn()  # one untimed call (compile / first-touch), as upstream
@@ -101,12 +102,12 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         "created_at": time.time(),
     }
     (run_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    events.case_finished(case.id, {"case_label": case.id, "profile_dir": str(run_dir)})
-    return {"return_code": 0, "profile_dir": str(run_dir), "error": None}
+    events.case_finished(case.id, {"case_label": case.id, "profile_dir": shown_dir})
+    return {"return_code": 0, "profile_dir": shown_dir, "error": None}
 
 
 def _failed(request: dict[str, Any], error: str) -> dict[str, Any]:
-    return {"return_code": 1, "profile_dir": request.get("run_dir"), "error": error}
+    return {"return_code": 1, "profile_dir": None, "error": error}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ from helix_engine.jobs.registry import read_events
 from helix_engine.perf.artifact import read_perf
 from helix_engine.workspace.models import HELIX_PERF_KEYS, UPSTREAM_PERF_KEYS
 from tests.conftest import ROOT
-from tests.e2e._eval_ws import add_operator, assert_jobs_settled, make_ws
+from tests.e2e._eval_ws import KERNELS, add_operator, assert_jobs_settled, make_ws
 
 pytestmark = pytest.mark.slow
 
@@ -77,35 +80,89 @@ def test_events_stream_per_case_records(tmp_path: Path) -> None:
 def test_raising_operator_records_errors_and_exits_1(tmp_path: Path) -> None:
     ws = make_ws(tmp_path, "softmax_raises")
     out = run_bench(ws / "softmax.py")
-    assert out.exit_code == 1
-    records, problems = read_perf(ws / "softmax_perf.txt")
-    assert problems == [] and len(records) == 2
-    assert all(r.error_message == "RuntimeError: deliberate failure inside softmax" for r in records)
-    assert all(r.kernel_avg_time_us is None and r.samples_us is None for r in records)
+    assert out.exit_code == 1 and out.perf_file is None
+    records = out.records
+    assert len(records) == 2
+    assert all(r["error_message"] == "RuntimeError: deliberate failure inside softmax" for r in records)
+    assert all(r["kernel_avg_time_us"] is None and "samples_us" not in r for r in records)
     assert "2 case(s) failed:" in out.text
+    # no case measured: nothing worth a perf file (a failed run never writes one)
+    assert not (ws / "softmax_perf.txt").exists()
+    assert ("FAIL: no case was measured (all 2 failed; fp32_4x64: RuntimeError: deliberate failure inside "
+            "softmax); no perf file was written") in out.text
 
 
 def test_crashing_case_does_not_lose_the_others(tmp_path: Path) -> None:
     ws = make_ws(tmp_path, "softmax_abort")
     out = run_bench(ws / "softmax.py")
     assert out.exit_code == 1
-    records, problems = read_perf(ws / "softmax_perf.txt")
-    assert problems == [] and [r.case_label for r in records] == ["fp32_4x64", "fp32_8x32"]
-    assert all("SIGABRT" in (r.error_message or "") for r in records)
+    assert [r["case_label"] for r in out.records] == ["fp32_4x64", "fp32_8x32"]
+    assert all("SIGABRT" in (r["error_message"] or "") for r in out.records)
     jobs = assert_jobs_settled(ws)
     assert len(jobs) == 2 and all(j.status == "failed" for j in jobs)  # resumed after the first crash
+    assert not (ws / "softmax_perf.txt").exists()  # a crashed run never writes the perf file
+    assert out.message.startswith("a bench job crashed; no perf file was written")
 
 
-def test_timeout_marks_unrun_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _good_perf_then(ws: Path, variant: str) -> bytes:
+    """Bench the good operator (the round's last good perf file), then swap in ``variant``."""
+    first = run_bench(ws / "softmax.py")
+    assert first.exit_code == 0, first.text
+    good = (ws / "softmax_perf.txt").read_bytes()
+    assert good.count(b"\n") == 2 and b'"error_message":null' in good
+    shutil.copy(KERNELS / "ops" / f"{variant}.py", ws / "softmax.py")
+    return good
+
+
+def test_timeout_marks_unrun_cases_and_keeps_the_last_good_perf_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = make_ws(tmp_path, "softmax")
+    good = _good_perf_then(ws, "softmax_hang")
     monkeypatch.setenv("HELIX_EVAL_TIMEOUT_SECONDS", "4")
-    ws = make_ws(tmp_path, "softmax_hang")
     out = run_bench(ws / "softmax.py")
-    assert out.exit_code == 1
-    records, _ = read_perf(ws / "softmax_perf.txt")
-    assert "timed out after 4 s" in records[0].error_message
-    assert records[1].error_message.startswith("not run: timed out")
-    (job,) = assert_jobs_settled(ws)
+    assert out.exit_code == 1 and out.perf_file is None
+    records = out.records
+    assert "timed out after 4 s" in records[0]["error_message"]
+    assert records[1]["error_message"].startswith("not run: timed out")
+    job = max(assert_jobs_settled(ws), key=lambda j: j.started_at)
     assert job.status == "timeout" and job.ended_at - job.started_at <= 4 + 5
+    assert (ws / "softmax_perf.txt").read_bytes() == good
+    assert f"FAIL: the bench timed out; {ws / 'softmax_perf.txt'} was left as it was" in out.text
+    assert [p.name for p in ws.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_cancelled_rebench_keeps_the_last_good_perf_file(tmp_path: Path) -> None:
+    """The reported case: cancelling a re-bench replaced the good file with error rows."""
+    ws = make_ws(tmp_path, "softmax")
+    good = _good_perf_then(ws, "softmax_hang")
+    cancelled: list[bool] = []
+
+    def on_event(event: dict) -> None:  # the hang is inside the first case: cancel it there
+        if event.get("event") == "case_started" and not cancelled:
+            cancelled.append(True)
+            threading.Thread(target=_cancel_running, args=(ws,)).start()
+
+    out = run_bench(ws / "softmax.py", on_event=on_event)
+    assert cancelled and out.exit_code == 1 and out.perf_file is None
+    job = max(assert_jobs_settled(ws), key=lambda j: j.started_at)
+    assert job.status == "cancelled"
+    assert (ws / "softmax_perf.txt").read_bytes() == good
+    assert f"FAIL: the bench was cancelled; {ws / 'softmax_perf.txt'} was left as it was" in out.text
+    assert [p.name for p in ws.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def _cancel_running(ws: Path) -> None:
+    """``helix jobs cancel`` for the workspace's running job (through its cancel marker)."""
+    from helix_engine.jobs.registry import list_jobs
+    from helix_engine.jobs.runner import cancel_job
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        running = [j for j in list_jobs(ws) if j.status == "running"]
+        if running:
+            cancel_job(ws, running[0].id, grace_s=1.0)
+            return
+        time.sleep(0.05)
 
 
 def test_round_timings_while_round_active(tmp_path: Path) -> None:

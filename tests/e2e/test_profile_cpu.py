@@ -125,3 +125,66 @@ def test_ir_capture_cpu_compiles_for_sm90_without_a_gpu(workspace: Path) -> None
     assert names[1:] == [f"scale_add_kernel/scale_add_kernel.{s}" for s in ("ttir", "ttgir", "llir", "ptx")]
     again = helix("ir", "capture", "--ir-dir", "ir", "--operator-file", "scale_add.py", cwd=workspace)
     assert again.returncode == 1 and "already exists" in again.stderr
+
+
+HANG = OPERATOR.replace('''def scale_add(x, y):
+    out = torch.empty_like(x)''', '''def scale_add(x, y):
+    import time
+    while True:  # a re-profile of a broken round: it never returns
+        time.sleep(0.05)
+    out = torch.empty_like(x)''')
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.slow
+def test_cancelled_profile_and_timed_out_ir_capture_leave_nothing(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed run never leaves a folder that profile-report's "newest run" or list-stages
+    would read, never touches the previous profile, and leaves no staging folder behind."""
+    import threading
+    import time
+
+    from helix_engine.ir.capture import capture_ir
+    from helix_engine.jobs.registry import list_jobs
+    from helix_engine.jobs.runner import cancel_job
+    from helix_engine.profile.bench import profile_bench
+
+    monkeypatch.setenv("HELIX_BACKEND", "cpu")
+    good = workspace / "profile" / "PROF_n256_1700000000000"
+    good.mkdir(parents=True)
+    (good / "trace.json").write_text('{"traceEvents": []}')
+    (good / "profile-manifest.json").write_text('{"backend": "cpu", "trace_file": "trace.json"}')
+    before = _tree(workspace / "profile")
+    (workspace / "scale_add.py").write_text(HANG)
+
+    def cancel_when_started(event: dict) -> None:
+        if event.get("event") != "case_started":
+            return
+
+        def cancel() -> None:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                running = [j for j in list_jobs(workspace) if j.status == "running"]
+                if running:
+                    cancel_job(workspace, running[0].id, grace_s=1.0)
+                    return
+                time.sleep(0.05)
+
+        threading.Thread(target=cancel).start()
+
+    out = profile_bench(workspace / "scale_add.py", "n256", on_event=cancel_when_started)
+    assert out.return_code == 1 and out.profile_dir is None and out.report is None
+    assert "cancelled" in (out.message or "")
+    assert [j.status for j in list_jobs(workspace)] == ["cancelled"]
+    assert _tree(workspace / "profile") == before
+    assert [p.name for p in (workspace / "profile").iterdir()] == [good.name]
+
+    monkeypatch.setenv("HELIX_PROFILE_TIMEOUT_SECONDS", "3")
+    captured = capture_ir(workspace / "ir", workspace / "scale_add.py", case_id="n256")
+    assert captured["return_code"] == 1 and captured["ir_dir"] is None
+    assert "timed out" in captured["message"] and "no IR directory was kept" in captured["message"]
+    assert not (workspace / "ir").exists()
+    assert [p.name for p in workspace.iterdir() if p.name.endswith(".partial")] == []
+    assert sorted(j.status for j in list_jobs(workspace)) == ["cancelled", "timeout"]
