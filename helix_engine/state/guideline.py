@@ -212,7 +212,8 @@ def build_pass(round_dir: Path, state: RoundState, found: Artifacts, baseline_pe
     shown = f"{round_dir.name}/{found.operator_path.name}" if found.operator_path else round_dir.name
     found_lints = lints.lint_source(source, shown, backend=backend)
     warnings.extend(str(p) for p in found_lints)
-    best = measure.best_geomean(measure.completed_measures(workspace, baseline)) if min_speedup is not None else None
+    promoted = measure.promoted_best(workspace) if min_speedup is not None else None
+    best = promoted.vs_baseline.point if promoted is not None and promoted.vs_baseline is not None else None
     met = best is not None and min_speedup is not None and best >= min_speedup
     stop = (
         "round check passed. Minimum speedup target satisfied: best completed-round geomean speedup "

@@ -1,9 +1,12 @@
 """The opt-note.md ledger, kept by the engine from measured numbers.
 
 A submitted round gets its ``## Round N`` entry (written or refreshed in place, never twice) and
-the single ``## Overall Summary`` is refreshed. Every line a person wrote elsewhere survives,
-because the markdown writer edits only the field lines it owns. learned_lessons.md is never
-touched: lessons are the agent's judgement, not bookkeeping.
+the single ``## Overall Summary`` is refreshed. The engine owns the measured lines (Result, Best
+status, the summary's Final best round, Avg improvement, Geomean speedup, Validated branches,
+Outcome, and the key points it wrote itself) and rewrites them from the evaluation core and the
+promotion rule, the same numbers `helix status` and the cockpit show. Every other line is the
+agent's (Parent, Theme, Summary, Attempts, Next step, its key points, prose): written only when
+missing, never rewritten. learned_lessons.md is never touched.
 """
 
 from __future__ import annotations
@@ -13,10 +16,17 @@ import re
 from pathlib import Path
 
 from helix_engine.console import fmt_improvement, fmt_speedup
+from helix_engine.perf.results import (
+    CURRENT_BEST,
+    NOT_PROMOTED,
+    VALIDATED,
+    Promotion,
+    RoundEvaluation,
+    SpeedupEstimate,
+)
 from helix_engine.state import measure
 from helix_engine.workspace import files, layout
 from helix_engine.workspace.markdown import (
-    OptNote,
     OverallFields,
     RoundEntryFields,
     parse_opt_note,
@@ -24,12 +34,10 @@ from helix_engine.workspace.markdown import (
     set_best_status,
     upsert_round,
 )
-from helix_engine.workspace.models import Problem
+from helix_engine.workspace.models import Problem, RoundView
 from helix_engine.workspace.reading import read_json_object, read_text_safe
 
-CURRENT_BEST = "current best"
-VALIDATED = "validated branch"
-NOT_PROMOTED = "not promoted"
+__all__ = ["CURRENT_BEST", "NOT_PROMOTED", "VALIDATED", "parent_label", "result_text", "update_ledger"]
 
 
 def _one_line(text: str, limit: int = 160) -> str:
@@ -45,20 +53,37 @@ def parent_label(parent: str) -> str:
     return f"round-{number}" if number else parent
 
 
-def result_text(m: measure.RoundMeasure | None, issues: list[str] | None = None,
-                correctness: str | None = None, benchmark: str | None = None) -> str:
+def _geomean_text(estimate: SpeedupEstimate) -> str:
+    """``1.50x`` or ``1.50x [1.45x, 1.55x]``: the point beside its own interval."""
+    text = fmt_speedup(estimate.point)
+    if estimate.interval is not None:
+        text += f" [{estimate.interval.low:.2f}x, {estimate.interval.high:.2f}x]"
+    return text
+
+
+def _measured(view: RoundView | None) -> tuple[RoundEvaluation | None, SpeedupEstimate | None]:
+    """The round's comparison with the baseline and its geomean (with the interval when the
+    promotion rule computed one)."""
+    if view is None or view.comparison is None:
+        return None, None
+    promoted = view.promotion.vs_baseline if view.promotion is not None else None
+    return view.comparison, promoted or view.comparison.geomean
+
+
+def result_text(view: RoundView | None, issues: list[str] | None = None) -> str:
     """The honest one-line result: statuses, then the measured numbers or why there are none."""
-    cs = correctness or (m.state.correctness_status if m else "not_run")
-    bs = benchmark or (m.state.benchmark_status if m else "not_run")
+    state = view.state if view is not None else None
+    cs = state.correctness_status if state is not None else "not_run"
+    bs = state.benchmark_status if state is not None else "not_run"
     parts = [f"correctness {cs}", f"benchmark {bs}"]
-    if m is not None and m.geomean is not None:
-        source = m.comparison.metric_source if m.comparison else None
+    comparison, geomean = _measured(view)
+    if comparison is not None and geomean is not None:
         parts.append(
-            f"geomean speedup {fmt_speedup(m.geomean)}, avg improvement "
-            f"{fmt_improvement(m.avg_improvement)} vs baseline ({source or m.metric})"
+            f"geomean speedup {_geomean_text(geomean)}, avg improvement "
+            f"{fmt_improvement(comparison.avg_improvement_pct)} vs baseline ({comparison.metric_source})"
         )
-    elif m is not None and m.comparison is not None and m.comparison.errors:
-        parts.append("no comparison with the baseline: " + _one_line(m.comparison.errors[0], 120))
+    elif comparison is not None and comparison.errors:
+        parts.append("no comparison with the baseline: " + _one_line(comparison.errors[0], 120))
     if issues:
         parts.append("rejected: " + _one_line("; ".join(issues), 200))
     return "; ".join(parts)
@@ -94,71 +119,62 @@ def update_ledger(workspace: Path, n: int, *, passed: bool, issues: list[str] | 
     note = parse_opt_note(text, layout.OPT_NOTE)
     statuses = _workflow_statuses(workspace)
     statuses[n] = "passed" if passed else "failed"
-    baseline = measure.baseline_records(workspace)
-    measures: dict[int, measure.RoundMeasure] = {}
-    for k in measure.round_numbers(workspace):
-        m = measure.measure_round(workspace, k, baseline)
-        if m is not None:
-            measures[k] = m
-    eligible = [m for k, m in measures.items() if m.completed and statuses.get(k) != "failed" and m.geomean is not None]
-    best = measure.best_round(eligible)
-    best_n = best.number if best else None
-    eligible_numbers = {m.number for m in eligible}
-
-    def status_of(k: int) -> str:
-        m = measures.get(k)
-        if k == best_n:
-            return CURRENT_BEST
-        if m is not None and k in eligible_numbers and (m.geomean or 0) > 1.0:
-            return VALIDATED
-        return NOT_PROMOTED
-
-    current = measures.get(n)
-    theme = _one_line(current.state.hypothesis) if current else "(no round-state.json)"
-    parent = parent_label(current.state.parent_round) if current else "unknown"
+    snap, ev = measure.evaluated(workspace, statuses={n: statuses[n]})
+    for k, view in snap.rounds.items():  # the views as this outcome makes them
+        view.promotion = ev.promotion.rounds.get(k)
+        result = ev.results.get(k)
+        view.comparison = result.comparison if result is not None else None
+    promotion = ev.promotion
+    current = snap.rounds.get(n)
+    state = current.state if current is not None else None
+    theme = _one_line(state.hypothesis) if state is not None else "(no round-state.json)"
+    parent = parent_label(state.parent_round) if state is not None else "unknown"
     upsert_round(note, RoundEntryFields(n, parent, theme, result_text(current, None if passed else issues),
-                                        status_of(n)))
-    for entry in note.rounds:
-        if entry.number != n and entry.best_status and CURRENT_BEST in entry.best_status.lower() \
-                and entry.number != best_n:
-            set_best_status(note, entry.number, status_of(entry.number))
-    if best_n is not None:
-        set_best_status(note, best_n, CURRENT_BEST)
-    refresh_overall_summary(note, _overall(note, measures, eligible, best, statuses, status_of))
+                                        promotion.status_of(n)))
+    for entry in note.rounds:  # Best status is the engine's line: every entry follows the rule
+        if entry.number != n and entry.number in snap.rounds:
+            set_best_status(note, entry.number, promotion.status_of(entry.number))
+    submitted = sum(1 for s in statuses.values() if s in ("passed", "failed"))
+    refresh_overall_summary(note, _overall(snap.rounds, promotion, submitted))
     files.atomic_write_text(path, note.render())
     _mark_note_updated(workspace / layout.round_dir_name(n))
     return []
 
 
-def _overall(note: OptNote, measures: dict[int, measure.RoundMeasure], eligible: list[measure.RoundMeasure],
-             best: measure.RoundMeasure | None, statuses: dict[int, str], status_of) -> OverallFields:  # noqa: ANN001
-    validated = [f"round-{m.number}" for m in sorted(eligible, key=lambda m: m.number)
-                 if status_of(m.number) == VALIDATED]
-    submitted = sum(1 for s in statuses.values() if s in ("passed", "failed"))
-    if best is not None and (best.geomean or 0) > 1.0:
-        outcome = (
-            f"round-{best.number} is the fastest validated round: {fmt_speedup(best.geomean)} geomean speedup, "
-            f"{fmt_improvement(best.avg_improvement)} avg improvement vs baseline, after {submitted} submitted "
-            f"round(s) ({len(eligible)} validated)."
-        )
-    elif best is not None:
-        outcome = (
-            f"no validated round is faster than the baseline yet; the best is round-{best.number} at "
-            f"{fmt_speedup(best.geomean)} geomean after {submitted} submitted round(s)."
-        )
-    else:
-        outcome = f"no validated round with a baseline comparison yet after {submitted} submitted round(s)."
+def _overall(views: dict[int, RoundView], promotion: Promotion, submitted: int) -> OverallFields:
+    validated = [f"round-{k}" for k in promotion.validated]
+    best = promotion.best_round
+    margin = f"{promotion.noise_margin:.0%}"
     points: list[tuple[int, str]] = []
-    for m in sorted(eligible, key=lambda m: m.number):
-        if status_of(m.number) in (CURRENT_BEST, VALIDATED):
-            points.append((m.number, f"{_one_line(m.state.hypothesis, 80)}: {fmt_speedup(m.geomean)} geomean, "
-                                     f"{fmt_improvement(m.avg_improvement)} avg vs baseline"))
+    for k in sorted(promotion.rounds):
+        if promotion.status_of(k) not in (CURRENT_BEST, VALIDATED) or k not in views:
+            continue
+        comparison, geomean = _measured(views[k])
+        state = views[k].state
+        if comparison is None or geomean is None or state is None:
+            continue
+        point = (f"{_one_line(state.hypothesis, 80)}: {_geomean_text(geomean)} geomean, "
+                 f"{fmt_improvement(comparison.avg_improvement_pct)} avg vs baseline")
+        points.append((k, point))
+    if best is None:
+        return OverallFields(
+            final_best_round="baseline", avg_improvement="+0.0%", geomean_speedup="1.00x",
+            validated_branches=", ".join(validated) if validated else "none",
+            outcome=(f"no round is faster than the baseline beyond the {margin} noise margin after "
+                     f"{submitted} submitted round(s); the baseline stays the best."),
+            key_points=points,
+        )
+    comparison, geomean = _measured(views[best])
+    assert comparison is not None and geomean is not None
     return OverallFields(
-        final_best_round=f"round-{best.number}" if best else "none",
-        avg_improvement=fmt_improvement(best.avg_improvement) if best else "unknown",
-        geomean_speedup=fmt_speedup(best.geomean) if best else "unknown",
+        final_best_round=f"round-{best}",
+        avg_improvement=fmt_improvement(comparison.avg_improvement_pct),
+        geomean_speedup=fmt_speedup(geomean.point),
         validated_branches=", ".join(validated) if validated else "none",
-        outcome=outcome,
+        outcome=(f"round-{best} is the current best: {_geomean_text(geomean)} geomean speedup, "
+                 f"{fmt_improvement(comparison.avg_improvement_pct)} avg improvement vs baseline, faster "
+                 f"beyond the {margin} noise margin, after {submitted} submitted round(s) "
+                 f"({len(validated)} other validated)."),
         key_points=points,
     )
 

@@ -1,16 +1,22 @@
-"""Measured numbers of rounds against the canonical baseline, through perf.compare only (no
-formula copies here): the min-speedup best B, the local-optimum window and the ledger all use
-these."""
+"""Measured numbers of rounds against the canonical baseline, for the state commands.
+
+No formula lives here: a round's comparison comes from the evaluation core (perf/evaluation.py),
+and the best round from the promotion rule (perf/promotion.py) over the same snapshot that
+`helix status` and the cockpit load, so the ledger, the submit guideline, `helix round-state`
+and status name the same best round with the same number.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from helix_engine.perf.results import Promotion, RoundEvaluation, RoundPromotion
 from helix_engine.state import baseline as base
 from helix_engine.state import checks
-from helix_engine.workspace import layout
-from helix_engine.workspace.models import Comparison, PerfRecord, RoundState
+from helix_engine.workspace import layout, status_rules
+from helix_engine.workspace.models import PerfRecord, RoundState, WorkspaceSnapshot
 
 #: effective_metric_source → compare-perf metric (mixed is compared as auto, as upstream).
 METRIC_FOR: dict[str, str] = {"kernel": "kernel", "total-op": "total-op", "mixed": "auto"}
@@ -21,7 +27,7 @@ class RoundMeasure:
     number: int
     state: RoundState
     metric: str
-    comparison: Comparison | None
+    comparison: RoundEvaluation | None
     completed: bool
 
     @property
@@ -30,17 +36,6 @@ class RoundMeasure:
         if c is None or c.errors or c.skipped:
             return None
         return c.geomean_speedup
-
-    @property
-    def avg_improvement(self) -> float | None:
-        c = self.comparison
-        if c is None or c.errors or c.skipped:
-            return None
-        return c.avg_improvement_pct
-
-    @property
-    def mean_latency(self) -> float | None:
-        return None if self.comparison is None else self.comparison.mean_latency_us
 
 
 def baseline_records(workspace: Path) -> list[PerfRecord] | None:
@@ -54,9 +49,10 @@ def baseline_records(workspace: Path) -> list[PerfRecord] | None:
 
 
 def measure_round(workspace: Path, n: int, baseline: list[PerfRecord] | None) -> RoundMeasure | None:
-    """The round's comparison with the baseline; None when it is not terminal."""
+    """The round's compare-perf comparison with the baseline (the local-optimum window reads it,
+    whatever the round's status); None when it is not terminal."""
     from helix_engine.perf.artifact import read_perf
-    from helix_engine.perf.compare import compare_records
+    from helix_engine.perf.evaluation import evaluate
 
     round_dir = Path(workspace) / layout.round_dir_name(n)
     if not round_dir.is_dir():
@@ -67,11 +63,11 @@ def measure_round(workspace: Path, n: int, baseline: list[PerfRecord] | None) ->
     state = found.state
     completed = state.correctness_status == "passed" and state.benchmark_status == "passed"
     metric = METRIC_FOR.get(state.effective_metric_source or "", "auto")
-    comparison: Comparison | None = None
+    comparison: RoundEvaluation | None = None
     if baseline and found.perf_path is not None and state.benchmark_status == "passed":
         records, _ = read_perf(found.perf_path, workspace)
         if records:
-            comparison = compare_records(baseline, records, metric=metric, with_ci=False)
+            comparison = evaluate(baseline, records, rule="compare-perf", metric=metric, with_ci=False)
     return RoundMeasure(n, state, metric, comparison, completed)
 
 
@@ -80,28 +76,28 @@ def round_numbers(workspace: Path) -> list[int]:
     return sorted(rounds)
 
 
-def completed_measures(workspace: Path, baseline: list[PerfRecord] | None,
-                       exclude: set[int] | None = None) -> list[RoundMeasure]:
-    """Completed rounds (file rule) that have a usable geomean against the baseline."""
-    out: list[RoundMeasure] = []
-    for n in round_numbers(workspace):
-        if exclude and n in exclude:
-            continue
-        measure = measure_round(workspace, n, baseline)
-        if measure is not None and measure.completed and measure.geomean is not None:
-            out.append(measure)
-    return out
+def evaluated(workspace: Path, *, statuses: dict[int, str] | None = None,
+              exclude: Iterable[int] = ()) -> tuple[WorkspaceSnapshot, status_rules.Evaluation]:
+    """The workspace through the status rules and the promotion rule. ``statuses`` overrides
+    workflow statuses (submit-round records round N before .helix/state.json says it);
+    ``exclude`` leaves rounds out of the promotion (a round asking who its parent is)."""
+    from helix_engine.workspace.snapshot import load_workspace
+
+    snap = load_workspace(Path(workspace))
+    wanted = dict(statuses or {})
+    for n in exclude:
+        wanted[n] = "failed"
+    ev = snap.evaluation if not wanted and snap.evaluation is not None \
+        else status_rules.evaluate(snap, statuses=wanted)
+    return snap, ev
 
 
-def best_geomean(measures: list[RoundMeasure]) -> float | None:
-    """B: the highest geomean speedup over completed rounds."""
-    values = [m.geomean for m in measures if m.geomean is not None]
-    return max(values) if values else None
+def promotion(workspace: Path, *, statuses: dict[int, str] | None = None,
+              exclude: Iterable[int] = ()) -> Promotion:
+    return evaluated(workspace, statuses=statuses, exclude=exclude)[1].promotion
 
 
-def best_round(measures: list[RoundMeasure]) -> RoundMeasure | None:
-    """Upstream status rule: the max of (geomean, −mean latency)."""
-    usable = [m for m in measures if m.geomean is not None]
-    if not usable:
-        return None
-    return max(usable, key=lambda m: (m.geomean or 0.0, -(m.mean_latency or 0.0)))
+def promoted_best(workspace: Path, *, exclude: Iterable[int] = ()) -> RoundPromotion | None:
+    """The current best round's promotion (its geomean vs the baseline), None for the baseline."""
+    found = promotion(workspace, exclude=exclude)
+    return found.rounds[found.best_round] if found.best_round is not None else None

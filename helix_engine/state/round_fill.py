@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.errors import HelixError
+from helix_engine.perf.results import RoundEvaluation
 from helix_engine.workspace import files, layout
-from helix_engine.workspace.models import Comparison
 
 #: job status → round-state status (queued/running: nothing finished yet).
 _JOB_STATUS: dict[str, str] = {"passed": "passed", "failed": "failed", "timeout": "failed",
@@ -29,7 +29,7 @@ class Derived:
     """Fields derived for one round, and how (for the printed report)."""
 
     fields: dict[str, Any] = field(default_factory=dict)
-    comparison: Comparison | None = None
+    comparison: RoundEvaluation | None = None
     baseline_perf: Path | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -64,21 +64,23 @@ def job_status(ws: Path, round_name: str, kind: str) -> str | None:
     return None
 
 
-def compare_with_baseline(ws: Path, perf: Path, baseline_perf: Path) -> Comparison:
+def compare_with_baseline(ws: Path, perf: Path, baseline_perf: Path) -> RoundEvaluation:
+    """compare-perf's comparison (the evaluation core), with intervals when samples exist."""
     from helix_engine.perf.artifact import read_perf
-    from helix_engine.perf.compare import compare_records
+    from helix_engine.perf.evaluation import evaluate
 
     base, _ = read_perf(baseline_perf, ws)
     cand, _ = read_perf(perf, ws)
-    return compare_records(base, cand, metric="auto", with_ci=False,
-                           baseline_name=str(baseline_perf), compare_name=str(perf))
+    return evaluate(base, cand, rule="compare-perf", metric="auto", with_ci=True,
+                    baseline_name=str(baseline_perf), compare_name=str(perf))
 
 
 def _best_completed_round(ws: Path, exclude: int) -> str:
+    """The promotion rule's current best among the other rounds, else the baseline."""
     from helix_engine.state import measure
 
-    best = measure.best_round(measure.completed_measures(ws, measure.baseline_records(ws), exclude={exclude}))
-    return layout.round_dir_name(best.number) if best is not None else layout.BASELINE_DIR
+    best = measure.promoted_best(ws, exclude={exclude})
+    return layout.round_dir_name(best.round) if best is not None else layout.BASELINE_DIR
 
 
 def derive(round_dir: Path, existing: dict[str, Any]) -> Derived:
@@ -123,10 +125,13 @@ def comparison_line(derived: Derived) -> str:
         return "not measured (no perf file to compare)"
     if c.errors:
         return f"the perf files do not compare: {c.errors[0]}"
-    if c.geomean_speedup is None:
+    if c.geomean is None:
         return f"no comparable case vs {target}"
+    geo = f"{c.geomean.point:.2f}x"
+    if c.geomean.interval is not None:  # the interval of the same statistic, beside its point
+        geo += f" [{c.geomean.interval.low:.2f}x, {c.geomean.interval.high:.2f}x]"
     avg = f", avg improvement {c.avg_improvement_pct:+.1f}%" if c.avg_improvement_pct is not None else ""
-    return f"geomean speedup {c.geomean_speedup:.2f}x{avg} vs {target} (metric {c.metric_source})"
+    return f"geomean speedup (ratio of means) {geo}{avg} vs {target} (metric {c.metric_source})"
 
 
 def write_summary_skeleton(round_dir: Path, state: dict[str, Any], derived: Derived) -> Path | None:

@@ -23,10 +23,12 @@ from helix_engine.workspace.md_attempts import (  # noqa: F401 - re-exported: th
     state_update_append_text,
 )
 from helix_engine.workspace.md_sections import (  # noqa: F401 - re-exported
+    _SUMMARY_FIELD_RE,
     BEST_STATUSES,
+    ENGINE_ROUND_FIELDS,
+    ENGINE_SUMMARY_FIELDS,
     ROUND_FIELDS,
     SUMMARY_FIELDS,
-    _SUMMARY_FIELD_RE,
     Section,
     _canonical,
     _split_eol,
@@ -192,6 +194,11 @@ def _field_line(section: Section, name: str) -> int | None:
 
 # ---------------------------------------------------------------------------- opt-note writer
 
+#: A key point the engine wrote: ``<theme>: 1.50x geomean[ [1.45x, 1.55x]], +33.3% avg vs
+#: baseline (round N)``.
+ENGINE_POINT_RE = re.compile(
+    r"[0-9]+(?:\.[0-9]+)?x geomean(?: \[[^\]]*\])?, \S+ avg vs baseline \(round ([0-9]+)\)\s*$")
+
 
 @dataclass
 class RoundEntryFields:
@@ -236,8 +243,9 @@ def _ensure_blank_before(sections: list[Section], index: int, eol: str) -> None:
 def upsert_round(note: OptNote, entry: RoundEntryFields) -> None:
     """Write ``entry`` into its ``## Round N`` section (created in number order if absent).
 
-    Only the six field lines are touched; other lines in the section are kept. When the file
-    holds the same round twice, the first entry is updated (the parser reports the duplicate).
+    Only the engine's lines (Result, Best status) are rewritten; Parent, Theme, Summary and
+    Attempts are the agent's and are written only when missing; other lines are kept. When the
+    file holds the same round twice, the first entry is updated (the parser reports the duplicate).
     """
     sections = note.sections
     eol = _eol_of(sections)
@@ -252,7 +260,11 @@ def upsert_round(note: OptNote, entry: RoundEntryFields) -> None:
     for section in sections:
         if section.kind == "round" and section.number == entry.number:
             for name in ROUND_FIELDS:
-                if section.get(name) != values[name]:
+                current = section.get(name)
+                if name in ENGINE_ROUND_FIELDS:  # measured: refreshed
+                    if current != values[name]:
+                        section.set(name, values[name], ROUND_FIELDS)
+                elif current is None or not current.strip():  # the agent's: filled only when missing
                     section.set(name, values[name], ROUND_FIELDS)
             return
     lines = [f"## Round {entry.number}{eol}"] + [f"{name}: {values[name]}{eol}" for name in ROUND_FIELDS]
@@ -303,8 +315,10 @@ def refresh_overall_summary(note: OptNote, values: OverallFields) -> None:
 
     Several summaries are merged into the last one's position (it should end the file): the
     first summary's field lines are kept (upstream reads the first), every other line a person
-    wrote in any of them is kept in order, and key points are de-duplicated. Key points for
-    measured rounds are added only when no point already names ``(round N)``.
+    wrote in any of them is kept in order, and key points are de-duplicated. ``key_points`` are
+    the promoted and validated rounds: a point the engine wrote earlier (``ENGINE_POINT_RE``) is
+    refreshed, or removed when its round no longer qualifies; a new one is added only when no
+    point already names ``(round N)``; a point a person wrote is never touched.
     """
     sections = note.sections
     eol = _eol_of(sections)
@@ -327,10 +341,25 @@ def refresh_overall_summary(note: OptNote, values: OverallFields) -> None:
     ):
         if section.get(name) != value:
             section.set(name, value, SUMMARY_FIELDS)
+    wanted = dict(values.key_points)
+    done: set[int] = set()
+    stale: list[int] = []
+    for index in section.point_lines():  # the engine's own points: refreshed, or dropped
+        match = ENGINE_POINT_RE.search(_split_eol(section.lines[index])[0])
+        if match is None:
+            continue  # a person's point: never touched
+        number = int(match.group(1))
+        if number in wanted and number not in done:
+            section.replace_point(index, f"{wanted[number]} (round {number})")
+            done.add(number)
+        else:
+            stale.append(index)
+    for index in reversed(stale):
+        del section.lines[index]
     existing = section.key_points()
     for number, point in values.key_points:
         tag = f"(round {number})"
-        if any(tag in p.lower().replace("round-", "round ") for p in existing):
+        if number in done or any(tag in p.lower().replace("round-", "round ") for p in existing):
             continue
         section.add_key_point(f"{point} {tag}")
         existing.append(f"{point} {tag}")

@@ -18,6 +18,13 @@ SUMMARY_FIELDS: tuple[str, ...] = (
     "Next step",
 )
 BEST_STATUSES: tuple[str, ...] = ("current best", "validated branch", "not promoted")
+#: Lines the engine owns and refreshes from measured numbers (README "The ledger"); every other
+#: line (Parent, Theme, Summary, Attempts, Next step, key points a person wrote, prose) is the
+#: agent's: submit-round writes it only when it is missing.
+ENGINE_ROUND_FIELDS: tuple[str, ...] = ("Result", "Best status")
+ENGINE_SUMMARY_FIELDS: tuple[str, ...] = (
+    "Final best round", "Avg improvement", "Geomean speedup", "Validated branches", "Outcome",
+)
 
 _HEADING_RE = re.compile(r"^#{1,2}(?!#)\s*\S")
 _ROUND_RE = re.compile(r"^##\s+Round\s+([0-9]+)\s*$", re.IGNORECASE)
@@ -158,6 +165,20 @@ class Section:
             if text and text.group(1):
                 points.append(text.group(1))
         return points
+
+    def point_lines(self) -> list[int]:
+        """Indexes in ``lines`` of the list items under ``Key optimization points:``."""
+        key_index = self.field_lines().get("Key optimization points")
+        if key_index is None:
+            return []
+        return list(range(key_index + 1, self.points_end(key_index)))
+
+    def replace_point(self, index: int, point: str) -> None:
+        """Rewrite the text of the list item at ``index``, keeping its marker and indentation."""
+        body, eol = _split_eol(self.lines[index])
+        match = re.match(r"^(\s*(?:[-*+]|[0-9]+[.)])?\s*)", body)
+        head = match.group(1) if match else "  "
+        self.lines[index] = head + point + (eol or self._eol())
 
     def add_key_point(self, point: str) -> None:
         """Append a numbered point under ``Key optimization points:`` (created if absent)."""

@@ -75,7 +75,9 @@ def test_ledger_keeps_hand_text_and_parses_back_to_the_measured_numbers(ws: Path
     assert note.problems == [] and note.overall_summary_count == 1
     assert [r.number for r in note.rounds] == [1, 2]
     one, two = note.rounds
-    assert one.theme == "idea 1 spread over two lines"  # the hypothesis, on one line
+    assert one.theme == "my own words for round 1"  # the agent's Theme survives submit-round
+    assert two.theme == "idea 2 spread over two lines"  # a missing Theme is filled, on one line
+    assert one.result.startswith("correctness passed; benchmark passed; geomean speedup 1.25x")  # measured
     assert (one.best_status, two.best_status) == ("validated branch", "current best")
     assert (two.parent, two.summary) == ("round-1", "[opt-round-2/summary.md](opt-round-2/summary.md)")
     g1, a1 = parse_result_numbers(one.result)
@@ -105,7 +107,7 @@ def test_a_slower_round_is_not_promoted(ws: Path) -> None:
     assert [r.best_status for r in note.rounds] == ["current best", "not promoted"]
     assert note.round(2).result.startswith("correctness passed; benchmark passed; geomean speedup 0.80x")
     assert note.validated_branches == "none"
-    assert note.outcome.startswith("round-1 is the fastest validated round: 1.25x geomean speedup")
+    assert note.outcome.startswith("round-1 is the current best: 1.25x geomean speedup")
 
 
 def test_unreadable_ledger_is_left_alone_and_reported(ws: Path) -> None:
@@ -132,3 +134,60 @@ def test_a_ledger_crash_never_blocks_the_outcome(ws: Path, monkeypatch: pytest.M
     monkeypatch.setattr(ledger, "update_ledger", boom)
     payload = submit(ws, 1, 0.8)
     assert payload["issues"] == ["opt-note.md: the ledger could not be updated (RuntimeError: disk on fire)"]
+
+
+AGENT_ROUND_2 = """\
+## Round 2
+Parent: round-1 (the agent's note on why)
+Theme: **vectorize the loads**, written by the agent
+Result: agent's guess: probably 2x
+Best status: current best
+Summary: see [my summary](opt-round-2/summary.md)
+Attempts: [opt-round-2/attempts.md](opt-round-2/attempts.md)
+Prose the agent wrote under its own entry.
+"""
+
+
+def test_agent_written_entries_survive_submit_round(ws: Path) -> None:
+    """The issue: submit-round rewrote the Theme, Result and Best status lines the agent wrote.
+    The agent's lines (Parent, Theme, Summary, Attempts, prose) survive; the engine's measured
+    lines (Result, Best status) follow the measurement; one entry per round."""
+    submit(ws, 1, 0.5)
+    note_path = ws / "opt-note.md"
+    text = note_path.read_text(encoding="utf-8")
+    head, tail = text.split("## Overall Summary", 1)
+    note_path.write_text(head + AGENT_ROUND_2 + "\n## Overall Summary" + tail, encoding="utf-8")
+    submit(ws, 2, 1.0 / 0.17, parent="opt-round-1")  # 0.17x: slower than the baseline
+    text = note_path.read_text(encoding="utf-8")
+    for kept in ("Parent: round-1 (the agent's note on why)", "Theme: **vectorize the loads**, written by the agent",
+                 "Summary: see [my summary](opt-round-2/summary.md)", "Prose the agent wrote under its own entry."):
+        assert kept in text, kept
+    assert "agent's guess" not in text  # Result is measured
+    note = parse_opt_note(text)
+    assert [r.number for r in note.rounds] == [1, 2] and note.problems == []
+    two = note.round(2)
+    assert two.best_status == "not promoted"  # 0.17x is never current best
+    assert two.result.startswith("correctness passed; benchmark passed; geomean speedup 0.17x")
+    assert note.final_best_round == "round-1" and note.round(1).best_status == "current best"
+    assert not any("(round 2)" in p for p in note.key_points)  # only promoted/validated rounds
+    assert update_ledger(ws, 2, passed=True) == []  # again: still one entry, nothing rewritten
+    assert note_path.read_text(encoding="utf-8") == text
+
+
+def test_final_best_is_baseline_when_no_round_qualifies_and_stale_engine_points_go(ws: Path) -> None:
+    """A no-op round (1.0x) and a slower one are never current best; an engine-written key point
+    for a round that no longer qualifies is removed, a person's point is kept."""
+    submit(ws, 1, 1.0)
+    note_path = ws / "opt-note.md"
+    text = note_path.read_text(encoding="utf-8")
+    assert "Key optimization points:" not in text  # a 1.0x round has no point
+    note_path.write_text(text + "Key optimization points:\n"
+                         "  1. old idea: 1.30x geomean, +23.1% avg vs baseline (round 1)\n"  # the engine's format
+                         "  2. my own view of round 1 (round 1)\n", encoding="utf-8")
+    submit(ws, 2, 1.25)
+    note = parse_opt_note(note_path.read_text(encoding="utf-8"))
+    assert [r.best_status for r in note.rounds] == ["not promoted", "not promoted"]
+    assert note.final_best_round == "baseline" and note.logged_best is None
+    assert note.validated_branches == "none"
+    assert note.key_points == ["my own view of round 1 (round 1)"]
+    assert note.outcome.startswith("no round is faster than the baseline beyond the 1% noise margin")

@@ -145,7 +145,8 @@ def test_rejected_terminal_round_is_marked_failed_with_an_honest_entry(ws: Path)
     [entry] = note.rounds
     assert entry.best_status == "not promoted"
     assert entry.result == "correctness failed; benchmark not_run; rejected: correctness_status=failed"
-    assert note.final_best_round == "none" and note.geomean_text == "unknown"
+    # no round qualifies: the baseline stays the best (the engine used to write "none"/"unknown")
+    assert note.final_best_round == "baseline" and note.geomean_text == "1.00x"
 
 
 def test_incomplete_round_stays_active(ws: Path) -> None:

@@ -70,7 +70,7 @@ def test_derives_paths_metric_statuses_parent_and_writes_a_loadable_state(
     found = inspect_round(rdir)
     assert found.state is not None and not found.issues, found.issues
     summary = (rdir / "summary.md").read_text()
-    assert "Hypothesis: hoist mask" in summary and "geomean speedup 1.25x" in summary
+    assert "Hypothesis: hoist mask" in summary and "geomean speedup (ratio of means) 1.25x" in summary
     assert "Parent: opt-round-1" in summary
 
 
@@ -110,7 +110,7 @@ def test_summary_is_written_only_when_missing_and_text_output(ws: Path, capsys: 
     out = capsys.readouterr().out
     assert (rdir / "summary.md").read_text() == "my own summary\n"
     assert "Wrote opt-round-2/round-state.json" in out and "Kept opt-round-2/summary.md" in out
-    assert "geomean speedup 1.25x" in out
+    assert "geomean speedup (ratio of means) 1.25x" in out
 
 
 def test_legacy_comparison_target_is_replaced_not_contradicted(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
