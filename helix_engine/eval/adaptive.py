@@ -16,10 +16,22 @@ from helix_engine.eval.loader import load_bench_harness
 from helix_engine.eval.probe import STABLE_BATCHES, classify
 
 
-def _median(values: list[float]) -> float:
-    v = sorted(values)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+def _median_speedups(samples: dict[str, dict[str, list[float]]], case_ids: list[str], mode: str) -> list[float]:
+    """Per-case ratio of sample medians, from the evaluation core (robust to a slow outlier in a
+    3-sample batch); the ratio of means where a side has too few usable samples."""
+    from helix_engine.perf.evaluation import evaluate
+    from helix_engine.workspace.models import PerfRecord
+
+    def record(side: str, case_id: str) -> PerfRecord:
+        values = samples[side][case_id]
+        mean = sum(values) / len(values)
+        return PerfRecord(case_label=case_id, kernel_avg_time_us=mean, total_op_avg_time_us=mean,
+                          bench_mode=mode, samples_us=values)
+
+    ids = [i for i in case_ids if samples["b"].get(i) and samples["c"].get(i)]
+    ev = evaluate([record("b", i) for i in ids], [record("c", i) for i in ids], with_ci=False,
+                  skip_latency_errors=True)
+    return [case.median.point if case.median is not None else case.speedup for case in ev.cases]
 
 
 def run_adaptive(request: dict[str, Any], request_path: Path, backend: Any, events: Any,
@@ -52,8 +64,7 @@ def run_adaptive(request: dict[str, Any], request_path: Path, backend: Any, even
                     return {"error": f"latency-{case.id}: {timing.error_message}", "batches": batches}
                 samples[side].setdefault(case.id, []).extend(timing.samples_us)
                 sources.add("kernel" if timing.kernel_avg_us is not None else "total-op")
-        speedups = [_median(samples["b"][c.id]) / _median(samples["c"][c.id])
-                    for c in cases if samples["b"].get(c.id) and samples["c"].get(c.id)]
+        speedups = _median_speedups(samples, [c.id for c in cases], mode)
         cls = classify(speedups)
         batches.append({"batch": n, "verdict": cls.label, "geomean": cls.geomean, "ts": time.time(),
                         "improved": cls.improved, "regressed": cls.regressed,

@@ -25,6 +25,7 @@ from helix_engine.errors import HelixError
 from helix_engine.eval.bench import collect_records, promote_records, write_records
 from helix_engine.eval.jobrun import bench_mode_for, check_file, resolve_backend
 from helix_engine.eval.loader import find_bench_file
+from helix_engine.perf.results import RoundEvaluation
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import atomic_write_json
 
@@ -159,14 +160,15 @@ def _miss_reason(meta_path: Path, perf_path: Path, key: dict[str, Any]) -> str |
     return f"key changed: {', '.join(changed)}" if changed else None
 
 
-def _speedups(baseline: Path, candidate: Path, metric: str) -> tuple[list[float], str | None, list[str]]:
+def _evaluate(baseline: Path, candidate: Path, metric: str) -> RoundEvaluation:
+    """The probe perf files through the evaluation core (compare-perf's rule and numbers)."""
     from helix_engine.perf.artifact import read_perf
-    from helix_engine.perf.compare import compare_records
+    from helix_engine.perf.evaluation import evaluate
 
     b, _ = read_perf(baseline)
     c, _ = read_perf(candidate)
-    comp = compare_records(b, c, metric, False, False, baseline_name=str(baseline), compare_name=str(candidate))
-    return [case.speedup for case in comp.cases], comp.metric_source, list(comp.errors)
+    return evaluate(b, c, rule="compare-perf", metric=metric, with_ci=False,
+                    baseline_name=str(baseline), compare_name=str(candidate))
 
 
 def _render(out: ProbeOutcome, verbose: bool) -> str:
@@ -186,7 +188,7 @@ def _render(out: ProbeOutcome, verbose: bool) -> str:
         if out.batches:
             state = "stable" if out.stable else "not stable (budget ended)"
             lines.append(f"Adaptive: {len(out.batches)} batch(es), verdict {state}; first seen after "
-                         f"{out.verdict_first_seen_s:.1f} s")
+                         f"{out.verdict_first_seen_s:.1f} s; speedups are ratios of medians")
             lines.append(f"Time to verdict: {out.time_to_verdict_s:.1f} s" if out.time_to_verdict_s is not None
                          else "Time to verdict: none (the budget ended first; the verdict above is the last batch's)")
     if verbose:
@@ -251,10 +253,11 @@ def probe_bench(
     cand_path = helix / f"candidate_probe_perf.{os.getpid()}.{secrets.token_hex(3)}.txt"
     write_records(cand_path, run.records)
     out.candidate_probe_perf = str(cand_path)
-    speedups, source, errors = _speedups(perf_path, cand_path, metric_source)
-    if errors:
-        return _fail(out, errors[0], verbose)
-    _fill(out, classify(speedups), source)
+    ev = _evaluate(perf_path, cand_path, metric_source)
+    if ev.errors:
+        return _fail(out, ev.errors[0], verbose)
+    _fill(out, classify([case.speedup for case in ev.cases]), ev.metric_source)
+    out.geomean_speedup = ev.geomean_speedup  # the core's number (the classifier's is the same formula)
     out.text = _render(out, verbose)
     return out
 

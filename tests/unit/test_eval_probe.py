@@ -99,3 +99,15 @@ def test_cache_key_and_miss_reason(tmp_path: Path) -> None:
     (tmp_path / "bench_op.json").write_text("{}")
     new = probe.cache_key(op, bench, "torch-profiler", "cuda", ["0"])
     assert probe._miss_reason(meta, perf, new) == "key changed: baseline_operator_sha256, bench_fingerprint_sha256"
+
+
+def test_adaptive_speedups_are_the_cores_ratio_of_medians() -> None:
+    """The adaptive probe's per-case speedup comes from the evaluation core: the ratio of sample
+    medians (a slow outlier in a 3-sample batch does not flip it), the ratio of means below 3
+    samples, and no number for a time no device can measure."""
+    from helix_engine.eval.adaptive import _median_speedups
+
+    samples = {"b": {"x": [10.0, 10.0, 100.0], "y": [4.0, 4.0], "z": [1.0, 1.0, 1.0], "w": [1.0]},
+               "c": {"x": [5.0, 5.0, 5.0], "y": [2.0, 2.0], "z": [1e-308] * 3}}
+    got = _median_speedups(samples, ["x", "y", "z", "w"], "perf-counter")
+    assert got == [pytest.approx(2.0), pytest.approx(2.0)]  # x by medians (means: 8.0), y by means; z, w dropped
