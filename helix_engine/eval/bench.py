@@ -28,7 +28,7 @@ from helix_engine.eval.jobrun import (
     round_name_of, round_timing, run_worker,
 )
 from helix_engine.eval.loader import read_metadata, resolve_kernels
-from helix_engine.eval.usercode import UserCodeError
+from helix_engine.eval.usercode import UserCodeError, group_case_errors
 from helix_engine.workspace import layout
 
 METRIC_SOURCES: tuple[str, ...] = ("auto", "kernel", "total-op", "all")
@@ -187,6 +187,15 @@ def case_errored(record: dict[str, Any]) -> bool:
     return bool(msg) and not str(msg).startswith("no resolved kernels matched")
 
 
+def case_error_lines(records: list[dict[str, Any]]) -> list[str]:
+    """``N case(s) failed:`` then one line per distinct error; cases that share one are named
+    together ("the same error in cases a, b"), so one bad operator is one line, not N."""
+    bad = [(str(r.get("case_label")), str(r.get("error_message"))) for r in records if case_errored(r)]
+    if not bad:
+        return []
+    return [f"{len(bad)} case(s) failed:"] + [f"  {line}" for line in group_case_errors(bad)]
+
+
 def case_measured(record: dict[str, Any]) -> bool:
     """A time was measured (a kernel-name miss still measured the total op)."""
     return not case_errored(record) and (
@@ -332,10 +341,7 @@ def run_bench(
     refused = promote_records(perf_path, run)
     if refused is not None:
         lines.append(f"FAIL: {refused}")
-        errors = [f"  {r['case_label']}: {r['error_message']}" for r in run.records if case_errored(r)]
-        if errors:
-            lines.append(f"{len(errors)} case(s) failed:")
-            lines += errors
+        lines += case_error_lines(run.records)
         if run.output.strip():
             lines.append(run.output.rstrip())
         return BenchOutcome(1, None, mode, be.name, records=run.records, job_ids=job_ids,
@@ -346,9 +352,7 @@ def run_bench(
     outcome = BenchOutcome(rc, str(perf_path), mode, be.name, records=run.records, job_ids=job_ids,
                            baseline_perf_file=str(baseline_perf) if baseline_perf else None, output=run.output)
     if rc != 0:
-        errors = [f"  {r['case_label']}: {r['error_message']}" for r in run.records if case_errored(r)]
-        lines.append(f"{len(errors)} case(s) failed:")
-        lines += errors
+        lines += case_error_lines(run.records)
         if run.output.strip():
             lines.append(run.output.rstrip())
     if baseline_perf is not None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -81,19 +80,44 @@ def load_case(request: dict[str, Any]) -> tuple[Any, Any, Any]:
     return harness, case, harness.build_fn(case)
 
 
+def run_contained(main: Callable[[], int]) -> int:
+    """Run a worker's ``main`` as a child subreaper and end whatever it started before it exits.
+
+    Why: an operator may start processes that setsid() and whose parent dies at once; as a
+    subreaper the worker adopts them, so they stay its descendants (which the supervisor's
+    scans see, jobs/tree.py) and are ended here when the job's work is done, also after a
+    sys.exit() in user code.
+    """
+    from helix_engine.jobs.procs import become_subreaper
+    from helix_engine.jobs.tree import JobTree
+
+    become_subreaper()
+    try:
+        return main()
+    finally:
+        sys.stdout.flush()
+        JobTree(os.getpid(), None).terminate(1.0)  # its descendants (complete: it is their subreaper)
+
+
 def child_main(argv: list[str] | None, usage: str, run: Callable[[dict[str, Any]], dict[str, Any]],
                failed: Callable[[dict[str, Any], str], dict[str, Any]]) -> int:
     """``python -m <worker> REQUEST.json``: run, write the result, exit with its return_code.
 
     An exception from user code is printed (the job's output.log keeps it) and becomes
-    ``failed(request, "Type: message")``, a result with ``return_code`` 1.
+    ``failed(request, "Type: message")``, a result with ``return_code`` 1. The job's final
+    ``result`` event says the work is done (a job that ends without one exited early).
     """
+    return run_contained(lambda: _child_main(argv, usage, run, failed))
+
+
+def _child_main(argv: list[str] | None, usage: str, run: Callable[[dict[str, Any]], dict[str, Any]],
+                failed: Callable[[dict[str, Any], str], dict[str, Any]]) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 1:
         print(f"usage: {usage}", file=sys.stderr)
         return 2
     request = read_request(Path(args[0]))
-    from helix_engine.eval.usercode import UserCodeError
+    from helix_engine.eval.usercode import UserCodeError, user_traceback
 
     try:
         result = run(request)
@@ -102,7 +126,12 @@ def child_main(argv: list[str] | None, usage: str, run: Callable[[dict[str, Any]
         print(f"FAIL: {exc}", file=sys.stderr)
         result = dict(failed(request, str(exc)), user_code_error=exc.to_json())
     except Exception as exc:  # noqa: BLE001 - user code: report, never hide
-        traceback.print_exc()
+        sys.stderr.write(user_traceback(exc))  # the user's frames only (HELIX_DEBUG=1: all)
         result = failed(request, f"{type(exc).__name__}: {exc}")
     write_result(Path(request["result_path"]), result)
-    return int(result["return_code"])
+    rc = int(result["return_code"])
+    summary: dict[str, Any] = {"return_code": rc}
+    if rc != 0:
+        summary["failure"] = str(result.get("error") or f"the worker's work failed (return code {rc})")
+    JobEvents().result(summary)
+    return rc

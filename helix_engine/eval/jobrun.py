@@ -98,7 +98,7 @@ def run_child_job(
     try:
         atomic_write_json(request_path, request)
         job = run_job(ws, kind, argv, round_name=round_name, cwd=cwd, env=env, timeout_s=timeout_s,
-                      device_pool=device_pool, backend=backend, on_event=on_event)
+                      device_pool=device_pool, backend=backend, on_event=on_event, expect_result=True)
         folder = job_dir(ws, job.id)
         result = None
         with contextlib.suppress(OSError, ValueError):

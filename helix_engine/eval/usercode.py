@@ -1,4 +1,5 @@
-"""A user's file that does not import (syntax error, missing module, exception at import).
+"""User code that fails: a file that does not import (syntax error, missing module, exception
+at import), and a case that raises (each distinct traceback printed once, user frames only).
 
 The child raises ``UserCodeError`` where it imports user code, prints only the user's part
 of the traceback into the job's output.log, and sends the error back in the result JSON;
@@ -9,6 +10,8 @@ operator and run again``) instead of a traceback through helix's own frames.
 
 from __future__ import annotations
 
+import os
+import sys
 import sysconfig
 import traceback
 from pathlib import Path
@@ -94,7 +97,50 @@ class UserCodeError(HarnessContractError):
 
 def user_traceback(exc: BaseException) -> str:
     """The traceback with helix's, importlib's and libraries' frames dropped (the part a user
-    can act on); a SyntaxError keeps its caret lines."""
+    can act on), also in chained exceptions; a SyntaxError keeps its caret lines.
+    ``HELIX_DEBUG=1`` keeps every frame (for a bug in helix itself)."""
     tb = traceback.TracebackException.from_exception(exc)
-    tb.stack = traceback.StackSummary.from_list([f for f in tb.stack if _is_user_frame(f.filename)])
+    if os.environ.get("HELIX_DEBUG", "").lower() in ("1", "true"):
+        return "".join(tb.format())
+    pending, seen = [tb], set()
+    while pending:
+        part = pending.pop()
+        if id(part) in seen:
+            continue
+        seen.add(id(part))
+        part.stack = traceback.StackSummary.from_list([f for f in part.stack if _is_user_frame(f.filename)])
+        pending += [p for p in (part.__cause__, part.__context__) if p is not None]
+        pending += list(getattr(part, "exceptions", None) or [])
     return "".join(tb.format())
+
+
+class CaseFailures:
+    """Prints each distinct user traceback of a job's failing cases once.
+
+    Why: an operator that raises fails every case the same way; N copies of one traceback
+    bury everything else. A case whose traceback was already printed gets one line naming
+    the case that printed it.
+    """
+
+    def __init__(self) -> None:
+        self.first: dict[str, str] = {}  # traceback text → the case that printed it
+
+    def report(self, case_id: str, exc: BaseException) -> None:
+        text = user_traceback(exc)
+        first = self.first.get(text)
+        if first is None:
+            self.first[text] = case_id
+            sys.stderr.write(f"case {case_id} failed:\n{text}")
+        else:
+            sys.stderr.write(f"case {case_id} failed with the same error as case {first} (traceback above)\n")
+        sys.stderr.flush()
+
+
+def group_case_errors(errors: list[tuple[str, str]]) -> list[str]:
+    """``[(case, error)]`` → one line per distinct error: ``error (the same error in cases a, b)``
+    when several cases share it, else ``case: error``; in first-seen order."""
+    cases: dict[str, list[str]] = {}
+    for case, error in errors:
+        cases.setdefault(error, []).append(case)
+    return [f"{error} (the same error in cases {', '.join(ids)})" if len(ids) > 1 else f"{ids[0]}: {error}"
+            for error, ids in cases.items()]

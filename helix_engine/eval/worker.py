@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine import __version__
-from helix_engine.eval.childlib import JobEvents, read_request, setup_backend, write_result
+from helix_engine.eval.childlib import JobEvents, read_request, run_contained, setup_backend, write_result
 from helix_engine.eval.loader import HarnessContractError
-from helix_engine.eval.usercode import UserCodeError
+from helix_engine.eval.usercode import CaseFailures, UserCodeError, group_case_errors, user_traceback
 
 MAX_CAPTURED_CHARS = 200_000
 
@@ -128,6 +128,7 @@ def run_bench(request: dict[str, Any], request_path: Path, backend: Any, events:
         device_name = backend.name
     fns: dict[str, Any] = {}
     build_errors: dict[str, str] = {}
+    failures = CaseFailures()  # each distinct traceback once, the user's frames only
     for case in cases:  # upstream builds every closure up front
         try:
             fns[case.id] = harness.build_fn(case)
@@ -135,6 +136,7 @@ def run_bench(request: dict[str, Any], request_path: Path, backend: Any, events:
             raise
         except Exception as exc:  # noqa: BLE001 - a case error is data, not a crash
             build_errors[case.id] = f"{type(exc).__name__}: {exc}"
+            failures.report(case.id, exc)
     records: list[dict[str, Any]] = []
     total = len(cases)
     for index, case in enumerate(cases):
@@ -154,7 +156,7 @@ def run_bench(request: dict[str, Any], request_path: Path, backend: Any, events:
                                     case.id, request_path)
             except Exception as exc:  # noqa: BLE001
                 error = f"{type(exc).__name__}: {exc}"
-                traceback.print_exc()
+                failures.report(case.id, exc)
         record = _record(case.id, harness, mode, result, error, time.perf_counter() - start, backend, device_name)
         records.append(record)
         events.case_finished(case.id, record)
@@ -210,7 +212,7 @@ def run_test(request: dict[str, Any], backend: Any, events: Any) -> dict[str, An
 
     operator_file, test_file = Path(request["operator_file"]), Path(request["test_file"])
     buf = io.StringIO()
-    rc, archived, comparison = 0, None, None
+    rc, archived, comparison, raised = 0, None, None, None
     with contextlib.redirect_stdout(_Tee(sys.stdout, buf)), contextlib.redirect_stderr(_Tee(sys.stderr, buf)):
         try:
             if request["test_mode"] == "standalone":
@@ -242,12 +244,13 @@ def run_test(request: dict[str, Any], backend: Any, events: Any) -> dict[str, An
         except BaseException as exc:  # noqa: BLE001 - the test failing is the result
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            rc = 1
-            traceback.print_exc()
+            rc, raised = 1, f"{type(exc).__name__}: {exc}"
+            sys.stderr.write(user_traceback(exc))  # the user's frames only
     captured = buf.getvalue()
     if len(captured) > MAX_CAPTURED_CHARS:  # the whole output is in the job's output.log
         captured = f"[... {len(captured) - MAX_CAPTURED_CHARS} characters cut; see output.log]\n" + captured[-MAX_CAPTURED_CHARS:]
-    return {"return_code": rc, "stdout": captured, "archived_result": archived, "comparison": comparison}
+    return {"return_code": rc, "stdout": captured, "archived_result": archived, "comparison": comparison,
+            "raised": raised}
 
 
 # ------------------------------------------------------------------------------------- main
@@ -302,10 +305,34 @@ def main(argv: list[str] | None = None) -> int:
         summary["case_errors"] = sum(1 for r in result["records"] if r.get("error_message"))
     if isinstance(result.get("comparison"), dict):
         summary["accuracy"] = "passed" if result["comparison"].get("passed") else "failed"
+    failure = _failure(result, rc)
+    if failure:  # the job is failed with this sentence, as the command fails for it
+        summary["failure"] = failure if len(failure) <= 400 else failure[:399] + "…"
+        rc = rc or 1
     events.result(summary)
     sys.stdout.flush()
     return rc
 
 
+def _failure(result: dict[str, Any], rc: int) -> str | None:
+    """Why this job failed, in one sentence (None: it passed)."""
+    if result.get("error"):
+        return str(result["error"])
+    records = result.get("records")
+    if isinstance(records, list):
+        from helix_engine.eval.bench import case_errored
+
+        bad = [(str(r.get("case_label")), str(r.get("error_message"))) for r in records if case_errored(r)]
+        if bad:
+            return f"{len(bad)} of {len(records)} cases failed: " + "; ".join(group_case_errors(bad))
+    if result.get("raised"):
+        return f"the test raised {result['raised']}"
+    comparison = result.get("comparison")
+    if isinstance(comparison, dict) and not comparison.get("passed"):
+        why = str(comparison.get("message") or "outside tolerance").removeprefix("FAIL: ")
+        return f"the accuracy check failed: {why}"
+    return f"the worker exited with code {rc}" if rc else None
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_contained(main))

@@ -34,14 +34,17 @@ from helix_engine.jobs.registry import (
 from helix_engine.jobs.settings import (  # noqa: F401 - re-exported for callers
     DEFAULT_TIMEOUT_S, RSS_ENV, TIMEOUT_ENV, child_environment, resolve_rss_limit, resolve_timeout,
 )
+from helix_engine.jobs.tree import JobTree
 
 DEFAULT_LOG_CAP_MB = 64
 _POLL_S = 0.05
-_MEM_EVERY_S = 0.1
+_MEM_EVERY_S = 0.1  # how often the job's processes are scanned (memory, members that setsid)
 #: Jobs supervised by this process: job id → (stop event, reason holder, supervising thread).
 _ACTIVE: dict[str, tuple[threading.Event, list[str], int]] = {}
 _ACTIVE_LOCK = threading.Lock()
 _EXIT_HOOKED = False
+EARLY_EXIT = ("the job's process exited with code 0 before it reported a result: the operator or its harness "
+              "ended it early (sys.exit() or os._exit()); remove that call and run again")
 
 
 class JobInterrupted(BaseException):
@@ -133,13 +136,14 @@ class _Supervisor:
     """The state of one running job in its supervising process."""
 
     def __init__(self, ws: Path, folder: Path, info: JobInfo, be: Any, on_event: Callable[[dict[str, Any]], None] | None,
-                 grace_s: float) -> None:
+                 grace_s: float, expect_result: bool = False) -> None:
         self.ws, self.folder, self.info, self.be = ws, folder, info, be
-        self.on_event, self.grace_s = on_event, grace_s
+        self.on_event, self.grace_s, self.expect_result = on_event, grace_s, expect_result
         self.offset = 0
         self.stop_event = threading.Event()
         self.stop_reason: list[str] = []
-        self.peak = 0  # bytes, the largest memory sample of the job's process group
+        self.peak = 0  # bytes, the largest memory sample of the job's processes
+        self.tree: JobTree | None = None  # the job's processes, once its child runs
 
     def pump(self) -> None:
         if self.on_event is None:
@@ -194,6 +198,7 @@ class _Supervisor:
         os.close(write_fd)
         tee = Tee(read_fd, self.folder / OUTPUT_NAME, echo, cap * 1024 * 1024)
         tee.start()
+        self.tree = JobTree(proc.pid, self.info.id)
         self.info.pid = proc.pid
         self.info.started_at = time.time()
         self.info.status = "running"
@@ -204,10 +209,26 @@ class _Supervisor:
         self.write()
         return proc, tee
 
+    def reported(self) -> dict[str, Any] | None:
+        """The payload of the child's final ``result`` event (None: it sent none). A child may
+        fail its job with a sentence: ``{"failure": "..."}``."""
+        events, _ = read_events(self.folder, 0)
+        results = [e for e in events if e.get("event") == "result"]
+        if not results:
+            return None
+        payload = results[-1].get("payload")
+        return payload if isinstance(payload, dict) else {}
+
+    def end_processes(self, grace_s: float, proc: Any = None) -> str:
+        """End every process of the job (setsid or not; see jobs/tree.py): SIGTERM, then
+        SIGKILL after ``grace_s``."""
+        tree = self.tree if self.tree is not None else JobTree(proc.pid, self.info.id)
+        return tree.terminate(grace_s, reap=proc)
+
     def watch(self, proc: Any, limit_s: float, limit_source: str, rss_limit: int | None,
               rss_source: str) -> tuple[int | None, tuple[str, str] | None]:
         """Wait for the child, enforcing limits and stop requests: (return code, outcome)."""
-        pgid = proc.pid
+        tree = self.tree if self.tree is not None else JobTree(proc.pid, self.info.id)
         deadline = time.monotonic() + limit_s
         next_mem = 0.0
         while True:
@@ -218,32 +239,32 @@ class _Supervisor:
                 pass
             now = time.monotonic()
             if now >= deadline:
-                procs.terminate_group(pgid, self.grace_s, reap=proc)
+                self.end_processes(self.grace_s, proc)
                 rc = reap(proc)
                 return rc, ("timeout", f"timed out after {limit_s:g} s (limit: {limit_source}); the job "
                             f"{stop_text(rc)}. Raise {TIMEOUT_ENV} or make the run faster")
-            if rss_limit is not None and now >= next_mem:
-                used = procs.group_memory_bytes(pgid, rss_limit)
+            if now >= next_mem:  # also remembers members, so an orphan that setsid()s is known
+                used = tree.memory_bytes(rss_limit)
                 # A /proc scan costs ~20 µs per process on the machine: keep it under ~5% of a core.
                 next_mem = now + max(_MEM_EVERY_S, 20 * (time.monotonic() - now))
                 self.peak = max(self.peak, used)
-                if used > rss_limit:
-                    procs.signal_group(pgid, signal.SIGKILL)
+                if rss_limit is not None and used > rss_limit:
+                    tree.signal(signal.SIGKILL)
                     return reap(proc), ("failed", f"killed: the job used {used / 2**20:.0f} MB of memory, "
                                         f"over the {rss_limit / 2**20:.0f} MB limit (limit: {rss_source}); "
                                         f"use smaller shapes or raise {RSS_ENV}")
             why = self.stop_requested()
             if why:
-                procs.terminate_group(pgid, self.grace_s, reap=proc)
+                self.end_processes(self.grace_s, proc)
                 rc = reap(proc)
                 return rc, ("cancelled", f"{why}; the job {stop_text(rc)}")
             self.pump()
 
     def conclude(self, proc: Any, tee: Tee, rc: int | None, outcome: tuple[str, str] | None) -> JobInfo:
-        pgid = proc.pid
-        if procs.group_alive(pgid):  # leftovers (grandchildren) of a finished child
-            procs.terminate_group(pgid, min(self.grace_s, 1.0))
-        procs.reap_group_zombies(pgid)
+        self.end_processes(min(self.grace_s, 1.0), proc)  # leftovers (grandchildren) of a finished child
+        if self.tree is not None:
+            self.tree.reap_zombies()
+        procs.reap_group_zombies(proc.pid)
         tee.join(timeout=5)
         if rc is None:
             why = outcome[1] if outcome else "the job was stopped"
@@ -256,8 +277,14 @@ class _Supervisor:
                 outcome = ("cancelled", f"{why}; the job {stop_text(rc)}")
         if outcome is not None:
             return self.finish(outcome[0], outcome[1], rc)
+        reported = self.reported()
+        failure = reported.get("failure") if isinstance(reported, dict) else None
         if rc == 0:
-            return self.finish("passed", None, 0)
+            if self.expect_result and reported is None:
+                return self.finish("failed", EARLY_EXIT, 0)
+            return self.finish("failed", str(failure), 0) if failure else self.finish("passed", None, 0)
+        if failure and rc > 0:  # the child's own sentence beats "exited with code 1"
+            return self.finish("failed", str(failure), rc)
         last = tee.last_line()
         text = signal_text(rc) if rc < 0 else f"exited with code {rc}"
         return self.finish("failed", text + (f"; last output: {last}" if last else ""), rc)
@@ -279,11 +306,14 @@ def run_job(
     max_rss_mb: float | None = None,
     grace_s: float = 5.0,
     job_id: str | None = None,
+    expect_result: bool = False,
 ) -> JobInfo:
     """Run ``argv`` as a job of workspace ``ws`` and return its final JobInfo (blocking).
 
     ``echo`` also copies the child's output live to this process's stderr. The final status
-    is passed, failed (non-zero exit, a signal, the memory limit), timeout or cancelled.
+    is passed, failed (non-zero exit, a signal, the memory limit, a ``failure`` in its final
+    ``result`` event, or, with ``expect_result``, no ``result`` event at all: it exited
+    early), timeout or cancelled.
     """
     if not argv:
         raise HelixError("a job needs a command line to run")
@@ -300,7 +330,7 @@ def run_job(
         supervisor_start_ticks=procs.start_ticks(os.getpid()), host=socket.gethostname(),
         timeout_s=limit_s, cwd=str(cwd or ws), device_pool=device_pool, command=user_command(),
     )
-    sup = _Supervisor(ws, folder, info, be, on_event, grace_s)
+    sup = _Supervisor(ws, folder, info, be, on_event, grace_s, expect_result)
     sup.write()
     with _ACTIVE_LOCK:
         _ACTIVE[info.id] = (sup.stop_event, sup.stop_reason, threading.get_ident())
@@ -332,8 +362,10 @@ def run_job(
                 try:
                     rc, outcome = sup.watch(proc, limit_s, limit_source, rss_limit, rss_source)
                 except BaseException:
-                    procs.terminate_group(proc.pid, min(grace_s, 2.0), reap=proc)
+                    sup.end_processes(min(grace_s, 2.0), proc)
                     reap(proc, 5.0)
+                    if sup.tree is not None:
+                        sup.tree.reap_zombies()
                     procs.reap_group_zombies(proc.pid)
                     tee.join(timeout=2)
                     raise

@@ -44,6 +44,7 @@ def test_one_percent_error_fails_with_thresholds_and_reuses_reference(tmp_path: 
     ref = add_operator(ws, "softmax", "baseline/softmax.py")
     out = run_test(ws / "softmax.py", test_mode="differential", ref_operator_file=ref)
     assert out.exit_code == 1
+    assert out.job_status == "failed"  # the job's status agrees with the command (issue 11 #9)
     lines = out.text.splitlines()
     fail = next(line for line in lines if line.startswith("FAIL:"))
     assert fail.startswith("FAIL: 5 of 5 case(s) failed. First failure: case c0_2x16 failed")
