@@ -1,5 +1,7 @@
 """Pure text helpers shared by the panes (no textual import, so they are cheap to test).
 
+Workspace text reaches a widget only through :func:`plain` (or ``clean`` inside a ``Text``).
+
 Speedups are written as upstream writes them: ``1.23x`` (two decimals).
 """
 
@@ -7,6 +9,9 @@ from __future__ import annotations
 
 import math
 
+from rich.text import Text
+
+from helix_engine.sanitize import clean
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
 
 ICON_PASSED = "✔"
@@ -15,6 +20,13 @@ ICON_ACTIVE = "●"
 ICON_OPEN = "○"
 STAR = "★"
 BASELINE = "baseline"
+
+
+def plain(value: object, style: str = "", *, multiline: bool = False) -> Text:
+    """Workspace text for a widget: escaped with the engine's ``clean`` (no escape sequence or
+    bidi override reaches the terminal) and wrapped in a ``Text``, so Textual never reads it as
+    markup (``[bold]``, ``[@click=app.quit]`` show as typed). The one way panes show file text."""
+    return Text(clean(value, multiline=multiline), style=style)
 
 
 def round_key(n: int) -> str:

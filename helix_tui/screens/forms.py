@@ -21,8 +21,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, SelectionList, Static, TextArea
 
 from helix_engine.workspace.models import ANALYSIS_POLICIES, METRIC_SOURCES, ROUND_STRATEGIES, STATUSES, WorkspaceSnapshot
+from helix_engine.sanitize import clean
 from helix_tui import actions
-from helix_tui.render import round_key
+from helix_tui.render import plain, round_key
 
 EVIDENCE_SOURCES: tuple[str, ...] = ("benchmark", "profile", "ir", "compiler-source")
 #: What the seed asks summary.md to hold (shown in the empty summary area).
@@ -45,21 +46,22 @@ class CheckText(Message):
 
 
 def answer_text(payload: dict[str, Any], code: int, error: str | None = None) -> Text:
-    """The engine's answer as the form shows it: status, issues, warnings, guideline."""
+    """The engine's answer as the form shows it: status, issues, warnings, guideline (escaped:
+    they quote file names and values from the workspace)."""
     text = Text()
     if error:
-        text.append(f"error: {error}\n", style="bold red")
+        text.append(f"error: {clean(error, multiline=True)}\n", style="bold red")
         return text
-    status = str(payload.get("status", "pass" if code == 0 else "fail"))
+    status = clean(payload.get("status", "pass" if code == 0 else "fail"))
     text.append(f"{status}\n", style="bold green" if status == "pass" else "bold red")
     for issue in payload.get("issues") or []:
-        text.append(f"  ✘ {issue}\n", style="red")
+        text.append(f"  ✘ {clean(issue, multiline=True)}\n", style="red")
     for warning in payload.get("warnings") or []:
-        text.append(f"  ! {warning}\n", style="yellow")
+        text.append(f"  ! {clean(warning, multiline=True)}\n", style="yellow")
     if payload.get("guideline"):
-        text.append(str(payload["guideline"]) + "\n")
+        text.append(clean(payload["guideline"], multiline=True) + "\n")
     if payload.get("next_option"):
-        text.append(f"next: {payload['next_option']}\n", style="bold")
+        text.append(f"next: {clean(payload['next_option'], multiline=True)}\n", style="bold")
     return text
 
 
@@ -174,7 +176,7 @@ class StartRoundScreen(EngineForm):
                                             _value(self.query_one("#policy", Select)) or "")
         except Exception:  # noqa: BLE001 - preview only
             warnings = []
-        self.query_one("#preview", Static).update(Text("\n".join(f"! {w}" for w in warnings), style="yellow"))
+        self.query_one("#preview", Static).update(plain("\n".join(f"! {w}" for w in warnings), "yellow", multiline=True))
 
     @on(Input.Submitted, "#reason")
     def _reason_entered(self) -> None:
@@ -210,7 +212,7 @@ class SetRoundStateScreen(EngineForm):
         where = f"active round: {round_key(wf.current_round)}" if wf and wf.current_round else "no active round"
         if current is not None:
             where += f" · now {current.round_strategy} / {current.analysis_policy}"
-        yield Static(where, classes="hint")
+        yield Static(plain(where), classes="hint")
         yield Label("Round strategy (blank: keep)")
         yield Select([(s, s) for s in ROUND_STRATEGIES], id="strategy", compact=True)
         yield Label("Analysis policy (blank: keep; only deeper is allowed)")
@@ -246,13 +248,14 @@ class SubmitRoundScreen(EngineForm):
 
     def fields(self) -> ComposeResult:
         p = self.prefill
-        yield Static(f"{round_key(p.number)} · statuses from {p.status_source}", classes="hint")
+        yield Static(plain(f"{round_key(p.number)} · statuses from {p.status_source}"), classes="hint")
         yield Label("Parent round (baseline or opt-round-M)")
-        yield Input(p.parent_round, id="parent", compact=True)
-        yield Label("Hypothesis" + (f" (from the {p.hypothesis_source})" if p.hypothesis_source else ""))
-        yield Input(p.hypothesis, id="hypothesis", compact=True)
+        # pre-filled from workspace files: shown escaped (what is shown is what gets submitted)
+        yield Input(clean(p.parent_round), id="parent", compact=True)
+        yield Label(plain("Hypothesis" + (f" (from the {p.hypothesis_source})" if p.hypothesis_source else "")))
+        yield Input(clean(p.hypothesis), id="hypothesis", compact=True)
         if p.summary_missing:
-            yield Label(f"Summary ({actions.summary_target(p).name} is missing: written before submitting)")
+            yield Label(plain(f"Summary ({actions.summary_target(p).name} is missing: written before submitting)"))
             yield TextArea("", id="summary", soft_wrap=True, tab_behavior="focus", placeholder=SUMMARY_PLACEHOLDER)
         yield Label("Evidence sources")
         yield SelectionList[str](*[(e, e, e in p.evidence_sources) for e in EVIDENCE_SOURCES], id="evidence", compact=True)
@@ -279,11 +282,11 @@ class SubmitRoundScreen(EngineForm):
             if result.status == "pass":
                 text.append("the round folder passes the checker", style="green")
             for issue in result.issues:
-                text.append(f"\n  ✘ {issue}", style="red")
+                text.append(f"\n  ✘ {clean(issue)}", style="red")
             for lint in result.lints:
-                text.append(f"\n  ! {lint}", style="yellow")
+                text.append(f"\n  ! {clean(lint)}", style="yellow")
         except Exception as exc:  # noqa: BLE001
-            text = Text(f"cannot check the round: {exc}", style="red")
+            text = plain(f"cannot check the round: {exc}", "red")
         self.post_message(CheckText(text))
 
     def on_check_text(self, message: CheckText) -> None:

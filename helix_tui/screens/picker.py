@@ -9,6 +9,8 @@ from textual.binding import Binding
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
+from helix_tui.render import plain
+
 
 class PickerApp(App[Path]):
     BINDINGS = [Binding("q,escape", "quit", "Quit")]
@@ -19,7 +21,7 @@ class PickerApp(App[Path]):
 
     def compose(self) -> ComposeResult:
         yield Static(f"{len(self.workspaces)} workspaces: pick one (enter)")
-        yield OptionList(*[Option(p.name, id=str(i)) for i, p in enumerate(self.workspaces)], id="workspaces")
+        yield OptionList(*[Option(plain(p.name), id=str(i)) for i, p in enumerate(self.workspaces)], id="workspaces")
         yield Footer()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:

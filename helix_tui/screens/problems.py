@@ -1,4 +1,5 @@
-"""Every problem the snapshot found (file, line, what to do), in one table."""
+"""Every problem the snapshot found (file, line, what to do), in one table (plain, escaped text:
+a problem quotes file names and values from the workspace)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from helix_engine.workspace.models import WorkspaceSnapshot
-from helix_tui.render import all_problems
+from helix_engine.sanitize import clean
+from helix_tui.render import all_problems, plain
 
 
 class ProblemsScreen(ModalScreen[None]):
@@ -30,7 +32,7 @@ class ProblemsScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         found = all_problems(self.snapshot)
         with Vertical():
-            yield Static(f"{len(found)} problem(s) in {self.snapshot.name}  (esc closes)", id="problems-title")
+            yield Static(plain(f"{len(found)} problem(s) in {self.snapshot.name}  (esc closes)"), id="problems-title")
             yield DataTable(id="problems-table", cursor_type="row", zebra_stripes=True)
             # the table cuts the sentence at 80 columns: the highlighted problem, whole and wrapped
             yield Static("", id="problem-detail")
@@ -40,7 +42,8 @@ class ProblemsScreen(ModalScreen[None]):
         table.add_columns("where", "severity", "file", "line", "problem")
         self.found = all_problems(self.snapshot)
         for where, problem in self.found:
-            table.add_row(where, problem.severity, problem.file, str(problem.line or ""), problem.message)
+            table.add_row(*(plain(cell) for cell in (where, problem.severity, problem.file, problem.line or "",
+                                                        problem.message)))
         table.focus()
         if self.found:
             self._detail(0)
@@ -51,4 +54,4 @@ class ProblemsScreen(ModalScreen[None]):
     def _detail(self, row: int) -> None:
         if 0 <= row < len(self.found):
             where, problem = self.found[row]
-            self.query_one("#problem-detail", Static).update(Text(f"{where} · {problem.severity} · {problem}"))
+            self.query_one("#problem-detail", Static).update(Text(clean(f"{where} · {problem.severity} · {problem}")))

@@ -14,7 +14,9 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Log, ProgressBar, Static
 
+from helix_engine.sanitize import clean
 from helix_tui import render
+from helix_tui.render import plain
 from helix_tui.jobs_state import MAX_LOG_LINES, CaseRow, JobLive, JobTracker
 
 STATUS_STYLE = {
@@ -82,13 +84,13 @@ class JobsPane(Vertical):
         self._known = set(ids)
         table.clear()
         for live in rows:
-            table.add_row(
-                Text(live.status, style=STATUS_STYLE.get(live.status, "")),
-                live.kind,
-                live.round,
+            table.add_row(  # job.json fields are workspace text: plain, escaped cells
+                plain(live.status, STATUS_STYLE.get(live.status, "")),
+                plain(live.kind),
+                plain(live.round),
                 render.job_progress(live.done, live.total, live.status in ACTIVE),
                 _age(live, now),
-                live.id,
+                plain(live.id),
                 key=live.id,
             )
         if self.selected in ids:
@@ -102,23 +104,23 @@ class JobsPane(Vertical):
         log = self.query_one("#job-log", Log)
         cases.clear()
         if live is None:
-            line.update(Text(error or "no jobs yet: t test · b bench · p probe · f profile", style="dim"))
+            line.update(plain(error or "no jobs yet: t test · b bench · p probe · f profile", "dim"))
             bar.update(total=None, progress=0)
             log.clear()
             self._log_job, self._log_count = None, 0
             return
         info = live.info
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f"{live.id} ", style="bold")
-        text.append(live.status, style=STATUS_STYLE.get(live.status, ""))
+        text.append(f"{clean(live.id)} ", style="bold")
+        text.append(clean(live.status), style=STATUS_STYLE.get(live.status, ""))
         if getattr(info, "device", None):
-            text.append(f" · device {info.device}")
+            text.append(f" · device {clean(info.device)}")
         if getattr(info, "exit_code", None) is not None:
-            text.append(f" · exit {info.exit_code}")
+            text.append(f" · exit {clean(info.exit_code)}")
         if getattr(info, "message", None):
-            text.append(f" · {info.message}", style="yellow")
+            text.append(f" · {clean(info.message)}", style="yellow")
         if live.problem:
-            text.append(f" · {live.problem}", style="red")
+            text.append(f" · {clean(live.problem)}", style="red")
         line.update(text)
         if live.total or live.status in ACTIVE:
             bar.update(total=live.total or None, progress=live.done)
@@ -127,14 +129,14 @@ class JobsPane(Vertical):
         for row in sorted(live.cases.values(), key=lambda r: (r.index if r.index is not None else 1 << 30, r.case_id)):
             stats = row.record.get("stats") or {}
             cases.add_row(
-                row.case_id,
+                plain(row.case_id),
                 Text(row.status, style={"done": "green", "error": "red"}.get(row.status, "cyan")),
                 render.micros(row.median_us),
-                str(stats.get("n", "")),
+                plain(stats.get("n", "")),
                 self._speedup(row),
-                str(row.record.get("error_message") or "")[:60],
+                plain(str(row.record.get("error_message") or "")[:60]),
             )
-        lines = list(live.log)
+        lines = [clean(line, multiline=True) for line in live.log]  # output.log and log events
         if self._log_job != live.id or len(lines) < self._log_count or len(lines) == MAX_LOG_LINES:
             log.clear()
             log.write_lines(lines)
@@ -206,11 +208,11 @@ class JobsStrip(Static):
         text = Text(no_wrap=True, overflow="ellipsis")
         shown = [tracker.jobs[j] for j in tracker.order[: self.MAX_ROWS] if j in tracker.jobs]
         if not shown:
-            text.append(tracker.error or "jobs: none yet", style="dim")
+            text.append(clean(tracker.error or "jobs: none yet"), style="dim")
         for i, live in enumerate(shown):
             if i:
                 text.append("\n")
-            text.append(f"{live.status:<9}", style=STATUS_STYLE.get(live.status, ""))
-            text.append(f" {live.kind:<8} {live.round:<13} ")
+            text.append(f"{clean(live.status):<9}", style=STATUS_STYLE.get(live.status, ""))
+            text.append(f" {clean(live.kind):<8} {clean(live.round):<13} ")
             text.append(render.job_progress(live.done, live.total, live.status in ACTIVE))
         self.update(text)

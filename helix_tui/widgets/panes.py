@@ -8,7 +8,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, OptionList, Static
 
 from helix_engine.workspace.models import WorkspaceSnapshot
+from helix_engine.sanitize import clean
 from helix_tui import render
+from helix_tui.render import plain
 from helix_tui.views import PerfView, comparison_rows, exact_row, record_rows
 
 #: Longest text a pane renders; more is cut with a note (the file opens in $EDITOR with e).
@@ -27,13 +29,13 @@ class CockpitHeader(Static):
 
     def show(self, snap: WorkspaceSnapshot | None, note: str = "") -> None:
         if snap is None:
-            self.update(Text(note or "loading workspace…"))
+            self.update(plain(note or "loading workspace…"))
             return
         text = Text(no_wrap=True, overflow="ellipsis")
         op = snap.operator_file.stem if snap.operator_file else "no operator"
-        text.append(op, style="bold")
-        text.append(f" · {backend_device(snap)}")
-        text.append(f" · {render.phase(snap)}")
+        text.append(clean(op), style="bold")
+        text.append(f" · {clean(backend_device(snap))}")
+        text.append(f" · {clean(render.phase(snap))}")
         cur = render.current_round(snap)
         text.append(f" · round {cur}" if cur is not None else " · no active round")
         best = render.best_geomean(snap)
@@ -43,7 +45,7 @@ class CockpitHeader(Static):
         if count:
             text.append(f" · {count} problem{'s' if count != 1 else ''} (!)", style="bold red")
         if note:
-            text.append(f" · {note}", style="yellow")
+            text.append(f" · {clean(note)}", style="yellow")
         self.update(text)
 
 
@@ -81,7 +83,7 @@ class PerfPane(Vertical):
         """The highlighted case's exact numbers (the table shows 4 significant digits)."""
         if event.data_table.id == "perf-table":
             text = self._exact.get(event.row_key, "")
-            self.query_one("#perf-exact", Static).update(Text(text))
+            self.query_one("#perf-exact", Static).update(plain(text))
 
     def show(self, view: PerfView, snap: WorkspaceSnapshot, metric: str) -> None:
         summary = self.query_one("#perf-summary", Static)
@@ -93,10 +95,10 @@ class PerfPane(Vertical):
         if not view.comparisons:
             if key == render.BASELINE and snap.baseline is not None:
                 table.add_columns("case", "kernel", "total-op", "method", "error")
-                table.add_rows(record_rows(snap.baseline.perf))
+                table.add_rows([[plain(cell) for cell in row] for row in record_rows(snap.baseline.perf)])
                 summary.update(Text(f"baseline · {len(snap.baseline.perf)} cases · metric {metric}"))
             else:
-                summary.update(Text(view.note or "nothing to compare", style="yellow"))
+                summary.update(plain(view.note or "nothing to compare", "yellow"))
             return
         table.add_columns("case", "speedup ±CI95", "verdict", "delta", view.against, key.removeprefix("opt-"))
         lines = Text()
@@ -104,18 +106,18 @@ class PerfPane(Vertical):
             if len(view.comparisons) > 1:
                 table.add_row(Text(f"── {c.metric_source or c.requested} ──", style="bold"), "", "", "", "", "")
             for i, row in enumerate(comparison_rows(c)):
-                row_key = table.add_row(row[0], row[1], _verdict(row[2]), *row[3:])
+                row_key = table.add_row(plain(row[0]), plain(row[1]), _verdict(row[2]), *map(plain, row[3:]))
                 self._exact[row_key] = exact_row(c, i)
-            lines.append(f"{c.metric_source or c.requested}: ", style="bold")
+            lines.append(f"{clean(c.metric_source or c.requested)}: ", style="bold")
             lines.append(f"geomean {render.speedup(c.geomean_speedup)} {render.ci(c.geomean_ci95)} ".replace("  ", " "))
             lines.append(f"avg improvement {render.pct(c.avg_improvement_pct)}")
             lines.append(f" · vs {view.against}")
             if c.errors:
-                lines.append(f" · {len(c.errors)} error(s): {c.errors[0]}", style="red")
+                lines.append(f" · {len(c.errors)} error(s): {clean(c.errors[0])}", style="red")
             if c.skipped:
                 lines.append(f" · skipped {len(c.skipped)}", style="yellow")
             if c.ci_note:
-                lines.append(f" · {c.ci_note}", style="dim")
+                lines.append(f" · {clean(c.ci_note)}", style="dim")
             if any(d.baseline_display.startswith("NA") or d.compare_display.startswith("NA") for d in c.cases):
                 lines.append(" · t: total-op time (no kernel time)", style="dim")
             lines.append("\n")
@@ -124,7 +126,7 @@ class PerfPane(Vertical):
 
 
 def _verdict(verdict: str) -> Text:
-    return Text(verdict, style={"faster": "green", "slower": "red"}.get(verdict, "dim"))
+    return plain(verdict, style={"faster": "green", "slower": "red"}.get(verdict, "dim"))
 
 
 class TextPane(VerticalScroll):
@@ -140,14 +142,17 @@ class TextPane(VerticalScroll):
         yield Static("", classes="body")
 
     def show(self, text: str, lexer: str | None = None) -> None:
+        """``text`` comes from workspace files: escaped here, once, for every lexer; markdown
+        links stay text (no OSC 8 hyperlink carries a workspace URL to the terminal)."""
         if len(text) > MAX_PANE_CHARS:
             text = text[:MAX_PANE_CHARS] + "\n… cut (open the file with e)"
+        text = clean(text, multiline=True)
         body = self.query_one(".body", Static)
         self.plain = text
         if lexer == "markdown":
             from rich.markdown import Markdown  # lazy: pygments costs ~90 ms at start-up
 
-            body.update(Markdown(text))
+            body.update(Markdown(text, hyperlinks=False))
         elif lexer:
             from rich.syntax import Syntax
 
@@ -165,15 +170,18 @@ class IRPane(Horizontal):
     IRPane TextPane { width: 1fr; }
     """
 
+    stages: list[str] = []  # the real stage names, by option index (the prompts are escaped)
+
     def compose(self) -> ComposeResult:
         yield OptionList(id="ir-stages")
         yield TextPane(id="ir-text")
 
     def show(self, stages: list[str], text: str, chosen: str | None) -> None:
         options = self.query_one("#ir-stages", OptionList)
-        if [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)] != stages:
+        if self.stages != stages or options.option_count != len(stages):
+            self.stages = list(stages)
             options.clear_options()
-            options.add_options(stages)
+            options.add_options([plain(stage) for stage in stages])
         if chosen in stages:
             options.highlighted = stages.index(chosen)
         is_diff = text.startswith(("---", "@@")) or "\n@@ " in text

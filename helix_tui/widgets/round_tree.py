@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from helix_engine.sanitize import clean
 from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui import render
 
@@ -22,7 +23,8 @@ key_round = render.key_round
 
 
 def node_label(snap: WorkspaceSnapshot, key: str) -> Text:
-    """The one-line label of a tree node (also used by tests and the benchmark)."""
+    """The one-line label of a tree node (also used by tests and the benchmark); a Text, so
+    Textual never parses it as markup, with workspace text (a parent's name) escaped."""
     text = Text(no_wrap=True, overflow="ellipsis")
     n = key_round(key)
     if n is None:
@@ -45,7 +47,7 @@ def node_label(snap: WorkspaceSnapshot, key: str) -> Text:
         if render.current_round(snap) == n:
             text.append(" " + render.ICON_ACTIVE, style="bold cyan")
         if view.parent and view.parent != BASELINE and _parent_number(view.parent) not in snap.rounds:
-            text.append(f" ←{view.parent}?", style="magenta")
+            text.append(f" ←{clean(view.parent)}?", style="magenta")
         problems = view.problems
     badge = render.problem_badge(problems)
     if badge:
