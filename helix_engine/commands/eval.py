@@ -15,6 +15,7 @@ from typing import Any
 
 from helix_engine.console import print_json
 from helix_engine.errors import HelixError
+from helix_engine.sanitize import clean
 
 BACKEND_CHOICES = ("auto", "npu", "cuda", "cpu")
 BENCH_MODE_CHOICES = ("torch-npu-profiler", "msprof", "torch-profiler", "device-event", "perf-counter", "standalone")
@@ -28,7 +29,7 @@ def _progress(args: argparse.Namespace) -> Any:
 
     def on_event(event: dict[str, Any]) -> None:
         if event.get("event") == "case_started":
-            print(f"[{event.get('index', 0) + 1}/{event.get('total', '?')}] {event.get('case_id')} ...",
+            print(f"[{event.get('index', 0) + 1}/{event.get('total', '?')}] {clean(event.get('case_id'))} ...",
                   file=sys.stderr, flush=True)
 
     return on_event
@@ -122,7 +123,7 @@ def user_code_failure(args: argparse.Namespace, exc: Any) -> int:
         print_json({"passed": False, "exit_code": 1, "error": str(exc),
                     "user_code_error": {k: v for k, v in exc.to_json().items() if k != "user_traceback"}})
     else:
-        print(f"FAIL: {exc}")
+        print(f"FAIL: {clean(exc, multiline=True)}")
     return 1
 
 
@@ -140,11 +141,12 @@ def _failing_user_code(handler: Callable[[argparse.Namespace], int]) -> Callable
 
 
 def _report(args: argparse.Namespace, outcome: Any) -> int:
-    """Print an eval outcome (``--json``: its JSON, else its text) and return its exit code."""
+    """Print an eval outcome (``--json``: its JSON, else its text) and return its exit code.
+    The text quotes case labels, harness output and errors: escaped here, for every eval command."""
     if args.json:
         print_json(outcome.to_json())
     else:
-        print(outcome.text)
+        print(clean(outcome.text, multiline=True))
     return int(outcome.exit_code)
 
 
@@ -188,5 +190,5 @@ def cmd_prepare_baseline(args: argparse.Namespace) -> int:
     if args.json:
         print_json(payload)
     else:
-        print(payload.get("text", ""))
+        print(clean(payload.get("text", ""), multiline=True))
     return int(payload.get("exit_code", 1))

@@ -236,3 +236,21 @@ def test_the_cli_guard_catches_a_field_a_formatter_forgot(monkeypatch: pytest.Mo
         print(ESCAPES)
     assert capsys.readouterr().out == clean(ESCAPES) + "\n"
     assert not any(ch in clean(PAYLOAD) for ch in FORBIDDEN)
+
+
+def test_eval_commands_escape_their_outcome_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """run-test / run-bench / probe-bench / prepare-baseline print texts that quote case labels,
+    harness output and errors: one chokepoint per command escapes them (multi-line kept)."""
+    import argparse
+
+    from helix_engine.commands import eval as eval_cmd
+
+    class Outcome:
+        text = f"latency-{PAYLOAD}: baseline=1.0\nharness said {PAYLOAD}"
+        exit_code = 1
+
+    assert eval_cmd._report(argparse.Namespace(json=False), Outcome()) == 1
+    out = capsys.readouterr().out
+    assert out == f"latency-{VISIBLE}{MARKUP}: baseline=1.0\nharness said {VISIBLE}{MARKUP}\n"
+    assert eval_cmd.user_code_failure(argparse.Namespace(json=False), ValueError(f"bench_{PAYLOAD}.py:3")) == 1
+    assert leaks(capsys.readouterr().out) == []
