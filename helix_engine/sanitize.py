@@ -12,6 +12,11 @@ controls, bidi embeddings/overrides/isolates and marks, lone surrogates (undecod
 of a file name read with ``surrogateescape``), and the line/paragraph separators become
 visible escapes such as ``\\x1b``, ``\\u202e`` or ``\\udcff``. Everything else, including
 all printable non-ASCII text, is kept as is, so ordinary output stays byte-identical.
+
+Where it is applied: each formatter escapes the workspace fields it prints (status, compare-perf,
+jobs, profile-report, ir, the eval commands); ``helix_engine.cli.main`` adds a final guard
+(:func:`guarded_stdio`) so a field a formatter forgets is still escaped; JSON goes past the guard
+(``console.print_json``). The cockpit wraps workspace text in ``helix_tui.render.plain``.
 """
 
 from __future__ import annotations
