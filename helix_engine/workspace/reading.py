@@ -150,7 +150,15 @@ def link_problem(path: Path, workspace: Path) -> Problem | None:
     link that loops or leads outside the workspace (named as that component); else None.
 
     Why: O_NOFOLLOW guards only the last name, and a read that fails under a folder linked to
-    /etc should say so, not that a file "is missing"."""
+    /etc should say so, not that a file "is missing". Best effort: the tree can change while it
+    is looked at (None then, and the caller's own sentence stands)."""
+    try:
+        return _link_problem(path, workspace)
+    except (OSError, RuntimeError, ValueError):
+        return None
+
+
+def _link_problem(path: Path, workspace: Path) -> Problem | None:
     root_abs = os.path.abspath(workspace).rstrip(os.sep)
     full = os.path.abspath(path)
     if not full.startswith(root_abs + os.sep):
@@ -182,14 +190,16 @@ def _open_problem(path: Path, workspace: Path | None, exc: OSError) -> Problem:
         if linked is not None:
             return linked
     code = exc.errno
-    if code == errno.ELOOP and os.path.islink(path):
-        if _is_loop(str(path)):
-            return Problem(name, "is a symlink loop, so it was not read; replace it with the file")
-        target = os.path.realpath(path)
-        if workspace is not None and not _under(target, root_real(workspace)):
-            return Problem(name, f"is a symbolic link to {clean_name(target)}, outside the workspace; it was "
-                           f"not read ({_LINK_ADVICE})")
-        return Problem(name, f"is a symbolic link, so it was not read ({_LINK_ADVICE})")
+    if code == errno.ELOOP:
+        with contextlib.suppress(OSError, RuntimeError, ValueError):  # the link may be gone by now
+            if os.path.islink(path):
+                if _is_loop(str(path)):
+                    return Problem(name, "is a symlink loop, so it was not read; replace it with the file")
+                target = os.path.realpath(path)
+                if workspace is not None and not _under(target, root_real(workspace)):
+                    return Problem(name, f"is a symbolic link to {clean_name(target)}, outside the workspace; "
+                                   f"it was not read ({_LINK_ADVICE})")
+                return Problem(name, f"is a symbolic link, so it was not read ({_LINK_ADVICE})")
     if code == errno.ENOENT:
         return Problem(name, "is missing")
     if code == errno.ENOTDIR:
