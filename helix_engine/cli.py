@@ -8,6 +8,7 @@ torch or triton at import time, so ``helix status`` stays fast and works on a br
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"helix {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _register_cockpit(sub)
     for name in COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
@@ -47,20 +49,84 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    _remember_parsers(parser)
     return parser
 
 
-def command_names() -> set[str]:
-    parser = build_parser()
+def _register_cockpit(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
+    """``tui`` in ``helix --help``: the console script (``helix_tui.cli``) opens the cockpit before
+    this parser sees the word; here it only documents it and explains ``python -m helix_engine tui``."""
+    parser = sub.add_parser(
+        "tui",
+        help="open the cockpit on a workspace, or a picker for a folder of them (same as `helix`)",
+        description="Open the helix cockpit. The `helix` console script handles this command; "
+        "`python -m helix_engine` is the CLI without the cockpit.",
+    )
+    parser.add_argument("workspace", nargs="?", default=".", help="workspace folder, or a folder of workspaces")
+    parser.add_argument("--no-watch", action="store_true", help="do not follow file changes (refresh with r)")
+    parser.set_defaults(func=_cockpit_elsewhere)
+
+
+def _cockpit_elsewhere(args: argparse.Namespace) -> int:
+    raise HelixError("the cockpit is part of the `helix` console script, not of `python -m helix_engine`; "
+                     f"run `helix tui {clean(args.workspace)}`")
+
+
+def _remember_parsers(parser: argparse.ArgumentParser) -> None:
+    """Each subcommand's parser records itself, so a flag it does not know is reported with its
+    own usage (argparse hands unknown flags up to the top-level parser otherwise)."""
     for action in parser._actions:  # noqa: SLF001 - argparse keeps subparsers here
         if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
-            return set(action.choices)
-    return set()
+            for child in action.choices.values():
+                child.set_defaults(_helix_parser=child)
+                _remember_parsers(child)
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps subparsers here
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            return dict(action.choices)
+    return {}
+
+
+def close_matches(word: str, choices: Sequence[str]) -> list[str]:
+    """The choices a mistyped ``word`` probably meant: near spellings first, then those it begins."""
+    found = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
+    if len(word) >= 3:
+        found += [c for c in sorted(choices) if c.startswith(word) and c not in found]
+    return found[:3]
+
+
+def unknown_command_message(word: str) -> str:
+    """The sentence for ``helix WORD`` when WORD is no subcommand: what it probably meant."""
+    names = sorted(command_names())
+    guess = close_matches(word, names)
+    hint = ("did you mean " + " or ".join(f"`helix {g}`" for g in guess) + "? ") if guess else ""
+    return f"{clean(word)!r} is not a helix command; {hint}`helix --help` lists every command"
+
+
+def _unknown_flags_message(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    flags = [s for a in parser._actions for s in a.option_strings]  # noqa: SLF001
+    shown = []
+    for word in extra:
+        guess = close_matches(word.split("=", 1)[0], flags) if word.startswith("-") else []
+        shown.append(clean(word) + (f" (did you mean {' or '.join(guess)}?)" if guess else ""))
+    return f"unrecognized arguments: {' '.join(shown)}; `{parser.prog} --help` lists its options"
+
+
+def command_names() -> set[str]:
+    return set(_subcommands(build_parser()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and not words[0].startswith("-") and words[0] not in _subcommands(parser):
+        parser.error(unknown_command_message(words[0]))  # exits 2, like every usage error
+    args, extra = parser.parse_known_args(words)
+    if extra:
+        own: argparse.ArgumentParser = getattr(args, "_helix_parser", parser)
+        own.error(_unknown_flags_message(own, extra))
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

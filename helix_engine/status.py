@@ -226,7 +226,7 @@ def collect(paths: list[Path], metric: str | None = None) -> tuple[list[Operator
             elif not path.is_dir():
                 missing.append(f"{path} is not a folder")
             else:
-                missing.append(f"{path} is not an operator workspace and has no subfolders")
+                missing.append(f"{path} is not an operator workspace and none of its subfolders is one")
             continue
         for ws in found:
             key = ws.resolve()
@@ -280,9 +280,21 @@ def render_best_text(items: list[OperatorStatus], *, color: bool = False) -> str
             lines += _wrap(f"... and {len(item.extra_problems) - len(shown)} more problems "
                            "(`helix status --json` lists them all)")
         lines += _ours(item)
-    counts = {s: sum(1 for i in items if i.state == s) for s in _TAGS}
-    lines.append(f"Summary: {counts['ok']} ok, {counts['warning']} warning, {counts['no-session']} no-session")
+    lines.append(summary_line(items))
     return "\n".join(lines) + "\n"
+
+
+def summary_line(items: list[OperatorStatus]) -> str:
+    """Upstream's ``Summary: a ok, b warning, c no-session`` (workspaces by state), then the
+    Warning:/Problem: entries printed above: an ok workspace can carry warnings, and a summary
+    reading "0 warning" under a printed warning looked like it had missed them."""
+    counts = {s: sum(1 for i in items if i.state == s) for s in _TAGS}
+    line = f"Summary: {counts['ok']} ok, {counts['warning']} warning, {counts['no-session']} no-session"
+    shown = [i for i in items if i.state != "no-session"]
+    warnings = sum(len(i.warnings) for i in shown)
+    problems = sum(len(i.extra_problems) for i in shown)
+    printed = [f"{n} {word}{'' if n == 1 else 's'}" for n, word in ((warnings, "warning"), (problems, "problem")) if n]
+    return f"{line} workspaces; {' and '.join(printed)} above" if printed else line
 
 
 def _ours(item: OperatorStatus) -> list[str]:

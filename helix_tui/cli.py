@@ -2,15 +2,25 @@
 
 Engine subcommands (and ``--help`` / ``--version``) go straight to ``helix_engine.cli`` without
 importing textual, so ``helix status`` stays fast; ``helix``, ``helix WORKSPACE``,
-``helix --no-watch WORKSPACE`` and ``helix tui [WORKSPACE]`` open the cockpit.
+``helix --no-watch WORKSPACE`` and ``helix tui [WORKSPACE]`` open the cockpit. A first word that
+is neither a command nor a path (``helix statsu``) goes to the engine, which suggests the command.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
 _ENGINE_FLAGS = {"-h", "--help", "--version"}
+
+
+def looks_like_path(word: str) -> bool:
+    """Whether ``helix WORD`` means a folder: it exists, or is spelled like a path (``./x``,
+    ``~/x``, ``a/b``). Any other word is a mistyped command, answered with "did you mean"."""
+    if word in {".", ".."} or word.startswith("~") or "/" in word or os.sep in word:
+        return True
+    return os.path.lexists(word)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -20,8 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args and (args[0] in _ENGINE_FLAGS or not args[0].startswith("-")):
         from helix_engine import cli as engine_cli
 
-        if args[0] in _ENGINE_FLAGS or args[0] in engine_cli.command_names():
-            return engine_cli.main(args)
+        if args[0] in _ENGINE_FLAGS or args[0] in engine_cli.command_names() or not looks_like_path(args[0]):
+            return engine_cli.main(args)  # a word that is no command: the engine says what it meant
     from helix_tui.app import run_cockpit
 
     return run_cockpit(args)

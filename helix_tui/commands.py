@@ -64,13 +64,23 @@ def bindings() -> list[Binding]:
 class HelixCommands(Provider):
     """The command palette: every action of ACTIONS, fuzzy-matched on its title."""
 
+    def _actions(self) -> list[CockpitAction]:
+        """ACTIONS minus those Textual's system commands already list under the same title
+        (its "Quit" runs the same action_quit; two "Quit" entries read as a bug)."""
+        from textual.app import get_system_commands_provider
+
+        system: set[str] = set()
+        if get_system_commands_provider in self.app.COMMANDS:
+            system = {cmd.title for cmd in self.app.get_system_commands(self.screen)}
+        return [act for act in ACTIONS if act.title not in system]
+
     async def discover(self) -> Hits:
-        for act in ACTIONS:
+        for act in self._actions():
             yield DiscoveryHit(act.title, partial(self.app.run_action, act.action), help=f"[{display_key(act.key)}] {act.help}")
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for act in ACTIONS:
+        for act in self._actions():
             score = matcher.match(act.title)
             if score > 0:
                 yield Hit(

@@ -58,7 +58,8 @@ def run_status(args: argparse.Namespace) -> int:
     if not statuses:
         reason = "; ".join(missing) if missing else "no workspace found"
         raise HelixError(f"{reason}. Point `helix status` at an operator workspace (a folder with "
-                         "baseline/, opt-round-N/ or opt-note.md) or at a folder of such workspaces.")
+                         "baseline/, opt-round-N/, opt-note.md, or an <op>.py with its test_ or bench_ "
+                         "harness) or at a folder of such workspaces.")
     for sentence in missing:
         print(f"warning: {clean(sentence)}; skipped", file=sys.stderr)
     text = render(statuses, view=args.view, fmt=fmt, color=fmt == "text" and _use_color())

@@ -244,9 +244,12 @@ def _safe_resolve(path: Path) -> Path | None:
         return None
 
 
+_HARNESS_PREFIXES = ("bench_", "test_", "differential_test_")
+
+
 def is_workspace(path: Path) -> bool:
-    """Upstream's single-workspace rule, plus: an operator file with its bench_ harness, a
-    baseline/ folder, or .helix/state.json."""
+    """Upstream's single-workspace rule, plus: a baseline/ folder, .helix/state.json, or an
+    operator file with one of its harnesses (a fresh operator folder, before prepare-baseline)."""
     path = Path(path)
     if not exists_dir(path):
         return False
@@ -255,18 +258,19 @@ def is_workspace(path: Path) -> bool:
     if exists_dir(path / layout.BASELINE_DIR) or exists_file(path / layout.HELIX_DIR / layout.WORKFLOW_STATE):
         return True
     op, _ = layout.discover_operator(path)
-    return op is not None and exists_file(path / f"bench_{op.stem}.py")
+    return op is not None and any(exists_file(path / f"{prefix}{op.stem}.py") for prefix in _HARNESS_PREFIXES)
 
 
 def find_workspaces(path: Path) -> list[Path]:
-    """``path`` itself when it is a workspace, else its non-hidden subfolders (upstream scans
-    every one, so folders without a session show as NO-SESSION); [] when there are none."""
+    """``path`` itself when it is a workspace, else its non-hidden subfolders that are workspaces;
+    [] when there are none. Upstream listed every subfolder (a venv, an empty folder, a git clone
+    showed as a NO-SESSION operator); `helix status FOLDER` and the cockpit's picker both read this."""
     path = Path(path)
     if not exists_dir(path):
         return []
     if is_workspace(path):
         return [path]
-    return [p for p in list_dir(path) if not p.name.startswith(".") and exists_dir(p)]
+    return [p for p in list_dir(path) if not p.name.startswith(".") and is_workspace(p)]
 
 
 # ----------------------------------------------------------------------------------- derive

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import venv
 from pathlib import Path
 
 import pytest
@@ -28,12 +29,14 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 @pytest.fixture()
 def folder(tmp_path: Path) -> Path:
-    """gamma: best round-2 but round-1 logged; beta: clean; zeta: no comparable round; empty."""
+    """gamma: best round-2 but round-1 logged; beta: clean; zeta: no comparable round; empty: an
+    operator with its harnesses, before prepare-baseline; a venv, which is no workspace."""
     build_workspace(tmp_path, name="gamma", baseline=BASE, rounds=[R1, R2], final_best="round-1",
                     geomean_text="1.16x")
     build_workspace(tmp_path, name="beta", op="mul", baseline={"x": 10.0}, rounds=[{"x": 8.0}])
     build_workspace(tmp_path, name="zeta", baseline=BASE, rounds=[RoundSpec(R1, correctness="failed")])
-    write_operator(tmp_path / "empty", "sub", harnesses=False)
+    write_operator(tmp_path / "empty", "sub")
+    venv.create(tmp_path / "venv", with_pip=False)  # not listed (helix_engine.workspace.snapshot.is_workspace)
     return tmp_path
 
 
@@ -51,7 +54,7 @@ def test_text_block_matches_upstream(folder: Path, capsys: pytest.CaptureFixture
         "  Promoted best: round-2, geomean speedup (ratio of means) 1.49x\n"  # ours, after upstream's
         "  Phase: awaiting_round_start, no active round\n"
         "  Next: helix start-round --round-dir opt-round-3 ... (see start-round -h)\n"
-        "Summary: 1 ok, 0 warning, 0 no-session\n"
+        "Summary: 1 ok, 0 warning, 0 no-session workspaces; 1 warning above\n"  # ours after "workspaces"
     )
     assert "\033[" not in out  # no colour when stdout is not a terminal
 
@@ -70,7 +73,8 @@ def test_text_for_a_folder_sorts_no_session_first(folder: Path, capsys: pytest.C
     assert rc == 0
     heads = [line for line in out.splitlines() if line.startswith("[")]
     assert heads == ["[NO-SESSION] empty", "[OK] beta", "[OK] gamma", "[WARN] zeta"]
-    assert out.splitlines()[-1] == "Summary: 2 ok, 1 warning, 1 no-session"
+    assert out.count("  Warning: ") == 3 and "  Problem: " not in out
+    assert out.splitlines()[-1] == "Summary: 2 ok, 1 warning, 1 no-session workspaces; 3 warnings above"
     assert "  Warning: skipping opt-round-1 because correctness_status is failed" in out
     assert "  Warning: missing comparable round perf data" in out
     assert all(len(line) <= 80 for line in out.splitlines())
@@ -181,7 +185,7 @@ def test_no_workspace_is_exit_1_with_a_sentence(tmp_path: Path, capsys: pytest.C
     assert "does not exist" in err and "Point `helix status` at an operator workspace" in err
     (tmp_path / "bare").mkdir()
     rc, _, err = _run(capsys, str(tmp_path / "bare"))
-    assert rc == 1 and "has no subfolders" in err
+    assert rc == 1 and "none of its subfolders is one" in err
 
 
 def test_one_good_path_and_one_missing(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
