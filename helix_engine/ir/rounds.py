@@ -7,7 +7,7 @@ The parent comes from ``opt-round-N/round-state.json`` ``parent_round`` (``basel
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,19 +15,20 @@ from helix_engine.errors import HelixError
 from helix_engine.ir.stages import Stage, diff_stages, list_stages, select_stage
 from helix_engine.sanitize import clean
 from helix_engine.workspace.layout import BASELINE_DIR, ROUND_STATE, parse_round_ref, round_dir_name
+from helix_engine.workspace.reading import owning_workspace, read_json_object
 
 IR_DIR = "ir"
 
 
 def _round_state(round_dir: Path) -> dict[str, Any]:
     path = round_dir / ROUND_STATE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
+    if not os.path.lexists(path):
         raise HelixError(f"{path} is missing, so the parent round is unknown; write it with "
-                         "`helix start-round` / the round form first.") from exc
-    except (OSError, ValueError) as exc:
-        raise HelixError(f"{path} is not valid JSON ({exc}); fix it so the parent round can be read.") from exc
+                         "`helix start-round` / the round form first.")
+    data, problems = read_json_object(path, owning_workspace(path), what="round state",
+                                      fix="fix it so the parent round can be read")
+    if problems:
+        raise HelixError(f"{path}: {problems[0].message}.")
     if not isinstance(data, dict):
         raise HelixError(f"{path} is not a JSON object; fix it so the parent round can be read.")
     return data

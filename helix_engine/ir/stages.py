@@ -13,13 +13,13 @@ between stages of one kernel.
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from helix_engine.errors import HelixError
+from helix_engine.workspace.reading import owning_workspace, read_bytes_safe, read_json_object
 
 KEYWORD_WEIGHTS: dict[str, int] = {"alloc": 3, "copy": 4, "matmul": 5, "for": 1, "if": 1, "vector": 3, "load": 2,
                                    "store": 2, "dma": 4, "wait": 6, "set_flag": 6, "barrier": 6}
@@ -74,12 +74,13 @@ class Stage:
 
 
 def _read(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_STAGE_BYTES:
-            raise HelixError(f"{path} is over {MAX_STAGE_BYTES >> 20} MB; helix does not read stage files that large.")
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise HelixError(f"cannot read stage file {path} ({exc.strerror or exc}).") from exc
+    """A stage file through the safe reader (inside the workspace that owns it, capped)."""
+    data, problem = read_bytes_safe(path, owning_workspace(path), max_bytes=MAX_STAGE_BYTES)
+    if problem is not None and "over the" in problem.message:
+        raise HelixError(f"{path} is over {MAX_STAGE_BYTES >> 20} MB; helix does not read stage files that large.")
+    if problem is not None:
+        raise HelixError(f"cannot read stage file {path}: it {problem.message}.")
+    return (data or b"").decode("utf-8", errors="replace")
 
 
 #: PTX spells loads/stores/barriers as instructions (``ld.global``, ``bar.sync``); these are added
@@ -252,11 +253,9 @@ def performance_signals(stages: list[Stage], limit: int = 5) -> dict[str, Any]:
 
 def read_capture_manifest(ir_dir: Path) -> dict[str, Any]:
     """``capture-manifest.json`` of a capture ({} when absent or unreadable)."""
-    try:
-        data = json.loads((Path(ir_dir) / "capture-manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    path = Path(ir_dir) / "capture-manifest.json"
+    data, _ = read_json_object(path, owning_workspace(path), what="IR capture manifest", fix="")
+    return data or {}
 
 
 def diff_round(ws: Path, n: int, stage: str | None = None, context: int = 2) -> dict[str, Any]:

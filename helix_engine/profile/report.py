@@ -6,6 +6,7 @@ notes, problems. The cockpit's hotspots pane renders this model directly.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 from typing import Any
@@ -227,16 +228,17 @@ def _ascend_report(profile_dir: Path, layout: ascend.AscendFiles, target_op: str
 def round_profile_dir(round_dir: Path) -> Path | None:
     """Where a round's (or baseline's) profile lives: round-state.json ``profile_dir`` (relative
     to the round folder) when set and present, else ``<round_dir>/profile``; None when absent."""
-    import json
+    from helix_engine.workspace.reading import inside, owning_workspace, read_json_object
 
     round_dir = Path(round_dir)
-    try:
-        state = json.loads((round_dir / "round-state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        state = {}
+    path = round_dir / "round-state.json"
+    workspace = owning_workspace(path)
+    state, _ = read_json_object(path, workspace, what="round state", fix="")
     declared = state.get("profile_dir") if isinstance(state, dict) else None
     if isinstance(declared, str) and declared.strip() and (round_dir / declared).is_dir():
-        return round_dir / declared
+        with contextlib.suppress(OSError, ValueError):  # a declared folder outside the workspace is not used
+            if inside(round_dir / declared, workspace):
+                return round_dir / declared
     default = round_dir / "profile"
     return default if default.is_dir() else None
 

@@ -20,6 +20,13 @@ from helix_engine.profile import signals
 from helix_engine.profile.ascend import RunningStat
 from helix_engine.profile.report import Hotspot, ProfileReport, fill_common, pick_target
 from helix_engine.profile.routing import route
+from helix_engine.workspace.reading import (
+    decode_text,
+    open_workspace_file,
+    owning_workspace,
+    read_bytes_safe,
+    read_json_object,
+)
 
 MANIFEST = "profile-manifest.json"
 #: The Chrome trace profile-bench writes on cuda and cpu (named in the manifest's trace_file).
@@ -30,13 +37,13 @@ MAX_TRACE_BYTES = 512 * 1024 * 1024
 CPU_LABEL = "CPU time of the Triton interpreter (not device time)"
 
 
-def read_manifest(profile_dir: Path) -> dict[str, Any]:
-    """helix's ``profile-manifest.json`` (backend, case, trace file); {} when absent or bad."""
-    try:
-        data = json.loads((Path(profile_dir) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+def read_manifest(profile_dir: Path, *, root: Path | None = None) -> dict[str, Any]:
+    """helix's ``profile-manifest.json`` (backend, case, trace file); {} when absent or bad.
+    ``root``: the folder reads stay inside (default: the workspace owning ``profile_dir``)."""
+    path = Path(profile_dir) / MANIFEST
+    data, _ = read_json_object(path, root if root is not None else owning_workspace(path),
+                               what="profile manifest", fix="")
+    return data or {}
 
 
 def find_trace(profile_dir: Path) -> Path | None:
@@ -52,22 +59,29 @@ def find_trace(profile_dir: Path) -> Path | None:
 
 def _looks_like_trace(path: Path) -> bool:
     try:
-        with open(path, "rb") as handle:
+        with open_workspace_file(path, owning_workspace(path)) as handle:
             head = handle.read(4096)
     except OSError:
         return False
     return b'"traceEvents"' in head
 
 
-def load_events(trace: Path) -> list[dict[str, Any]]:
-    """The trace's event list; HelixError with a sentence when it is not a readable trace."""
+def load_events(trace: Path, *, root: Path | None = None) -> list[dict[str, Any]]:
+    """The trace's event list (read through the safe reader, inside ``root``, default the
+    workspace owning it); HelixError with a sentence when it is not a readable trace."""
+    trace = Path(trace)
+    data_bytes, problem = read_bytes_safe(trace, root if root is not None else owning_workspace(trace),
+                                          max_bytes=MAX_TRACE_BYTES)
+    if problem is not None and "over the" in problem.message:
+        raise HelixError(f"{trace} {problem.message.split(';')[0]}; profile fewer repeats (the case's `repeats`).")
+    if problem is not None:
+        raise HelixError(f"{trace} cannot be read: it {problem.message}; re-run `helix profile-bench`.")
+    text, problem = decode_text(data_bytes or b"", str(trace))
     try:
-        size = trace.stat().st_size
-        if size > MAX_TRACE_BYTES:
-            raise HelixError(f"{trace} is {size / 1e6:.0f} MB, over the {MAX_TRACE_BYTES / 1e6:.0f} MB helix loads; "
-                             "profile fewer repeats (the case's `repeats`).")
-        data = json.loads(trace.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        if problem is not None:
+            raise ValueError(problem.message)
+        data = json.loads(text or "")
+    except (ValueError, RecursionError) as exc:
         raise HelixError(f"{trace} is not a readable trace (truncated or garbled: {exc}); re-run "
                          "`helix profile-bench`.") from exc
     events = data.get("traceEvents") if isinstance(data, dict) else data

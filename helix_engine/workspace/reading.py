@@ -95,14 +95,15 @@ def shown(path: Path, workspace: Path | None) -> str:
 
 
 def owning_workspace(path: Path) -> Path:
-    """The workspace of a file at ``W/``, ``W/baseline/`` or ``W/opt-round-N/`` (by name, no
-    link followed), for readers handed only a file path (lints, checks, the IR and profile
-    readers of a round)."""
+    """The workspace of a file in ``W/``, or anywhere under ``W/baseline/`` or ``W/opt-round-N/``
+    (profiles and IR dumps nest deeper), found by name with no link followed; else the file's
+    folder. For readers handed only a file path (lints, checks, the IR and profile readers)."""
     from helix_engine.workspace import layout
 
     folder = Path(os.path.abspath(path)).parent
-    if folder.name == layout.BASELINE_DIR or layout.round_number(folder.name) is not None:
-        return folder.parent
+    for above in (folder, *folder.parents):
+        if above.name == layout.BASELINE_DIR or layout.round_number(above.name) is not None:
+            return above.parent
     return folder
 
 
