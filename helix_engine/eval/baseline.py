@@ -20,6 +20,7 @@ from helix_engine.eval.usercode import UserCodeError
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import atomic_write_json, atomic_write_text, workspace_lock
 from helix_engine.workspace.models import BaselineState
+from helix_engine.workspace.reading import read_text_safe
 
 
 def _rel(path: Path, start: Path) -> str:
@@ -57,8 +58,11 @@ def prepare_baseline(
     base_op = base_dir / op.name
     if not force:
         _refuse_replacing_a_used_baseline(ws, base_dir)
+    source, problem = read_text_safe(op, ws)
+    if problem is not None:
+        raise HelixError(f"cannot snapshot the operator {op.name}: it {problem.message}.")
     with workspace_lock(ws):
-        atomic_write_text(base_op, op.read_text(encoding="utf-8"))
+        atomic_write_text(base_op, source or "")
     for stale in (layout.result_path_for(base_op), layout.perf_path_for(base_op)):
         stale.unlink(missing_ok=True)  # never report a result of an older snapshot
 

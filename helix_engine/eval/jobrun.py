@@ -23,6 +23,7 @@ from typing import Any
 from helix_engine.errors import HelixError
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import append_text, atomic_write_json
+from helix_engine.workspace.reading import open_workspace_file, read_json_object
 
 OUTPUT_TAIL_CHARS = 12000
 
@@ -104,8 +105,9 @@ def run_child_job(
         with contextlib.suppress(OSError, ValueError):
             result = json.loads((tmp / "result.json").read_text(encoding="utf-8"))
         output = ""
-        with contextlib.suppress(OSError):
-            output = (folder / "output.log").read_text(encoding="utf-8", errors="replace")[-output_tail_chars:]
+        with contextlib.suppress(OSError), open_workspace_file(folder / "output.log", ws) as log:
+            log.seek(max(0, os.fstat(log.fileno()).st_size - 4 * output_tail_chars))
+            output = log.read().decode("utf-8", errors="replace")[-output_tail_chars:]
         if isinstance(result, dict) and isinstance(result.get("user_code_error"), dict):
             from helix_engine.eval.usercode import UserCodeError
 
@@ -149,10 +151,7 @@ def finished_records(run: WorkerRun) -> list[dict[str, Any]]:
 
 def _active_round(ws: Path) -> tuple[int, str] | None:
     path = Path(ws) / layout.HELIX_DIR / layout.WORKFLOW_STATE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data, _ = read_json_object(path, ws, what="workflow state", fix="")
     if not isinstance(data, dict) or data.get("phase") != "round_active":
         return None
     current = data.get("current_round")

@@ -64,11 +64,18 @@ def parse_metadata(text: str) -> dict[str, str]:
 
 def read_metadata(path: Path) -> dict[str, str]:
     """Metadata header of a file; an unreadable file is a clear error."""
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise HelixError(f"cannot read {path} ({exc.strerror or exc}); check the path") from None
-    return parse_metadata(text)
+    return parse_metadata(_read_source(Path(path), "cannot read {path}: it {why}; check the path"))
+
+
+def _read_source(path: Path, sentence: str) -> str:
+    """A harness or operator file through the safe reader (a FIFO, device or link out of the
+    workspace is refused, never waited on); HelixError with ``sentence`` otherwise."""
+    from helix_engine.workspace.reading import owning_workspace, read_bytes_safe
+
+    data, problem = read_bytes_safe(path, owning_workspace(path))
+    if problem is not None:
+        raise HelixError(sentence.format(path=path, why=problem.message))
+    return (data or b"").decode("utf-8", errors="replace")
 
 
 def metadata_kernels(meta: dict[str, str]) -> list[str]:
@@ -125,10 +132,7 @@ def resolve_kernels(
     when None, the operator's own header is used. An empty set is an error.
     """
     operator_file = Path(operator_file)
-    try:
-        source = operator_file.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise HelixError(f"cannot read operator {operator_file} ({exc.strerror or exc})") from None
+    source = _read_source(operator_file, "cannot read operator {path}: it {why}")
     meta = parse_metadata(source) if metadata is None else metadata
     from_meta = metadata_kernels(meta)
     from_op = jit_functions(source, operator_file)

@@ -28,6 +28,7 @@ from helix_engine.eval.loader import find_bench_file
 from helix_engine.perf.results import RoundEvaluation
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import atomic_write_json
+from helix_engine.workspace.reading import owning_workspace, read_bytes_safe, read_json_object
 
 PROBE_WARMUP, PROBE_REPEATS = 1, 3
 CAPPED_MODES = ("torch-npu-profiler", "torch-profiler")
@@ -102,7 +103,8 @@ class ProbeOutcome:
 def _sha(path: Path | None) -> str | None:
     if path is None or not path.is_file():
         return None
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    data, _ = read_bytes_safe(path, owning_workspace(path))
+    return hashlib.sha256(data).hexdigest() if data is not None else None
 
 
 def cache_key(baseline_op: Path, bench: Path, mode: str, backend: str, devices: list[str] | None) -> dict[str, Any]:
@@ -152,9 +154,9 @@ def probe_lock(path: Path) -> Iterator[None]:
 def _miss_reason(meta_path: Path, perf_path: Path, key: dict[str, Any]) -> str | None:
     if not meta_path.is_file() or not perf_path.is_file():
         return "no cached baseline probe"
-    try:
-        old = json.loads(meta_path.read_text(encoding="utf-8")).get("key", {})
-    except (OSError, ValueError, AttributeError):
+    data, _ = read_json_object(meta_path, owning_workspace(meta_path), what="probe cache sidecar", fix="")
+    old = data.get("key", {}) if data is not None else None
+    if not isinstance(old, dict):
         return "the cache sidecar is unreadable"
     changed = sorted(k for k in set(old) | set(key) if old.get(k) != key.get(k))
     return f"key changed: {', '.join(changed)}" if changed else None

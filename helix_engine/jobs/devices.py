@@ -82,13 +82,10 @@ def device_holder(ws: Path, backend: str, device: str) -> dict[str, object] | No
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
         return None
-    import json
+    from helix_engine.workspace.reading import read_json_object
 
-    try:
-        data = json.loads(holder_path(ws, backend, device).read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    data, _ = read_json_object(holder_path(ws, backend, device), ws, what="device lease", fix="")
+    return data or {}
 
 
 @contextlib.contextmanager

@@ -60,9 +60,11 @@ def spawn_cli(ws: Path, argv: list[str], *, refusal_wait_s: float = 0.0) -> int:
 
 def _refusal(log_path: Path) -> str:
     """The CLI's ``error: …`` sentence from the spawn log (else its last line)."""
-    try:
-        lines = [ln.strip() for ln in log_path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
-    except OSError:
+    from helix_engine.workspace.reading import read_bytes_safe
+
+    data, _ = read_bytes_safe(log_path, log_path.parent)
+    if data is None:
         return f"it exited at once; see {log_path}"
+    lines = [ln.strip() for ln in data.decode("utf-8", errors="replace").splitlines() if ln.strip()]
     errors = [ln[len("error:"):].strip() for ln in lines if ln.startswith("error:")]
     return errors[-1] if errors else (lines[-1][:300] if lines else f"it exited at once; see {log_path}")
