@@ -198,7 +198,8 @@ def submit_prefill(snap: WorkspaceSnapshot, key: str, tracker: JobTracker | None
     folder = snap.root / round_key(n)
     parent = view.parent if view is not None and view.state is not None and view.parent else None
     if parent is None:  # no round-state yet: the round most likely builds on the current best
-        parent = round_key(snap.best_round) if snap.best_round is not None and snap.best_round != n else BASELINE
+        best = snap.promoted_best_round  # the engine's promotion rule, as `helix round-state` uses it
+        parent = round_key(best) if best is not None and best != n else BASELINE
     prefill = SubmitPrefill(round_dir=folder, number=n, parent_round=parent)
     stem = snap.operator_file.stem if snap.operator_file else None
     if stem:

@@ -42,7 +42,7 @@ from helix_tui.messages import (
 )
 from helix_tui.screens.main import MainScreen
 from helix_tui.widgets.file_tail import FileTail
-from helix_tui.widgets.jobs_pane import JobsPane, JobsStrip, baseline_times
+from helix_tui.widgets.jobs_pane import JobsPane, JobsStrip
 from helix_tui.widgets.panes import CockpitHeader, IRPane, PerfPane, TextPane
 from helix_tui.widgets.round_tree import RoundTree
 
@@ -242,7 +242,8 @@ class HelixApp(KeyActions, App[int]):
         if self.ready:
             with self._jobs_lock:
                 base = self.snapshot.baseline.perf if self.snapshot is not None and self.snapshot.baseline else []
-                self.main.query_one("#jobs", JobsPane).show(self.tracker, baseline_times(base))
+                self.tracker.evaluate_cases(base)  # the engine's numbers; the pane only reads them
+                self.main.query_one("#jobs", JobsPane).show(self.tracker)
                 self.main.query_one("#live-jobs", JobsStrip).show(self.tracker)
 
     def on_watch_stopped(self, message: WatchStopped) -> None:

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helix_engine.perf.results import CaseEvaluation
 from helix_engine.workspace import layout
+from helix_engine.workspace.models import PerfRecord
 from helix_engine.workspace.reading import open_workspace_file
 
 #: Lines of output.log kept per job, and bytes read when a job is first seen.
@@ -28,6 +30,9 @@ class CaseRow:
     status: str = "running"  # running | done | error
     index: int | None = None
     record: dict[str, Any] = field(default_factory=dict)
+    #: the case against the baseline, as the evaluation core computes it (compare-perf's number)
+    evaluation: CaseEvaluation | None = None
+    evaluated_against: list[PerfRecord] | None = None  # the baseline records it was evaluated with
 
     @property
     def median_us(self) -> float | None:
@@ -80,6 +85,7 @@ class JobLive:
             row = self.cases.setdefault(case_id, CaseRow(case_id))
             record = event.get("record")
             row.record = record if isinstance(record, dict) else {}
+            row.evaluation, row.evaluated_against = None, None
             row.status = "error" if row.record.get("error_message") else "done"
             self.done = max(self.done, sum(1 for r in self.cases.values() if r.status != "running"))
         elif kind == "progress":
@@ -155,6 +161,18 @@ class JobTracker:
             self._poll_files(live)
             changed.add(job_id)
         return changed
+
+    def evaluate_cases(self, baseline: list[PerfRecord]) -> None:
+        """Each finished case against the baseline, through the engine's evaluation core (once
+        per case and baseline), so the jobs pane shows the number compare-perf will print."""
+        from helix_engine.perf.evaluation import live_case
+
+        for live in self.jobs.values():
+            for row in live.cases.values():
+                if row.status == "running" or row.evaluated_against is baseline:
+                    continue
+                row.evaluation = live_case(baseline, row.record) if baseline else None
+                row.evaluated_against = baseline
 
     def _poll_files(self, live: JobLive) -> bool:
         job_dir = self.jobs_dir / live.id

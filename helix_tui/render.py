@@ -11,6 +11,7 @@ import math
 
 from rich.text import Text
 
+from helix_engine.perf.results import SpeedupEstimate
 from helix_engine.sanitize import clean
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
 
@@ -94,6 +95,13 @@ def ci(bounds: tuple[float, float] | None) -> str:
     return f"[{lo:.2f}–{hi:.2f}]"
 
 
+def estimate(value: SpeedupEstimate | None) -> str:
+    """A speedup statistic as the engine computed it: its point, then its own interval."""
+    if value is None:
+        return "—"
+    return (speedup(value.point) + " " + ci(value.ci95)).strip()
+
+
 def round_status(view: RoundView) -> str:
     """The workflow status of a round, falling back to what round-state.json says."""
     if view.workflow_status:
@@ -135,8 +143,10 @@ def phase(snap: WorkspaceSnapshot) -> str:
 
 
 def best_geomean(snap: WorkspaceSnapshot) -> float | None:
-    if snap.best_round is not None and snap.best_round in snap.rounds:
-        return round_geomean(snap.rounds[snap.best_round])
+    """The geomean of the promotion rule's current best (the round the tree stars)."""
+    n = snap.promoted_best_round
+    if n is not None and n in snap.rounds:
+        return round_geomean(snap.rounds[n])
     return None
 
 

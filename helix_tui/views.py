@@ -12,8 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from helix_engine.perf.results import SpeedupEstimate
+from helix_engine.workspace.models import (
+    Comparison,
+    PerfRecord,
+    RoundView,
+    WorkspaceSnapshot,
+)
 from helix_engine.workspace.reading import read_text_safe
-from helix_engine.workspace.models import Comparison, PerfRecord, RoundView, WorkspaceSnapshot
 from helix_tui.render import BASELINE, key_round
 
 METRICS: tuple[str, ...] = ("auto", "kernel", "total-op", "all")
@@ -67,18 +73,24 @@ def perf_view(snap: WorkspaceSnapshot, key: str, metric: str, against: str) -> P
     return PerfView(state_key, comparisons, name)
 
 
+#: The speedup column: the ratio of means (upstream's number), then its own 95% interval when the
+#: perf files carry samples; the verdict column judges that interval.
+SPEEDUP_COLUMN = "speedup (mean)"
+
+
 def comparison_rows(c: Comparison) -> list[tuple[str, ...]]:
-    """Table rows: case, speedup ± CI, verdict, delta, baseline, round. What decides comes
-    first so it stays on screen at 80 columns; times are shortened (4 significant digits)."""
+    """Table rows: case, speedup (ratio of means) ± its CI, its verdict, delta, baseline, round,
+    all read from the engine's typed result. What decides comes first so it stays on screen at
+    80 columns; times are shortened (4 significant digits)."""
     from helix_tui import render
 
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for case in c.cases:
         rows.append(
             (
                 case.latency_id.removeprefix("latency-"),
-                (render.speedup(case.speedup) + " " + render.ci(case.ci95)).strip(),
-                case.verdict or "",
+                render.estimate(case.mean),
+                case.mean.verdict or "",
                 render.pct(case.delta_pct),
                 render.display_time(case.baseline_display, case.baseline_us),
                 render.display_time(case.compare_display, case.compare_us),
@@ -87,12 +99,22 @@ def comparison_rows(c: Comparison) -> list[tuple[str, ...]]:
     return rows
 
 
+def _exact(label: str, estimate: SpeedupEstimate | None) -> str:
+    if estimate is None:
+        return ""
+    text = f", speedup ({label})={estimate.point:.4f}x"
+    if estimate.interval is not None:
+        text += f" [{estimate.interval.low:.4f}x, {estimate.interval.high:.4f}x] {estimate.verdict}"
+    return text
+
+
 def exact_row(c: Comparison, index: int) -> str:
-    """One case with the exact numbers (the upstream compare-perf text)."""
+    """One case with the exact numbers (the upstream compare-perf text), then each speedup
+    statistic beside its own interval."""
     case = c.cases[index]
     return (f"{case.latency_id}: baseline={case.baseline_display or case.baseline_us}, "
-            f"compare={case.compare_display or case.compare_us}, delta={case.delta_pct:.2f}%, "
-            f"speedup={case.speedup:.4f}x")
+            f"compare={case.compare_display or case.compare_us}, delta={case.delta_pct:.2f}%"
+            + _exact("mean", case.mean) + _exact("median", case.median))
 
 
 def record_rows(records: list[PerfRecord]) -> list[tuple[str, ...]]:

@@ -84,15 +84,6 @@ class CaseEvaluation(_Result):
         """Upstream's per-case speedup (the ratio of means)."""
         return self.mean.point
 
-    @property
-    def ci95(self) -> tuple[float, float] | None:
-        """The interval of ``speedup`` (the ratio of means), never another statistic's."""
-        return self.mean.ci95
-
-    @property
-    def verdict(self) -> Verdict | None:
-        return self.mean.verdict
-
 
 class RoundEvaluation(_Result):
     """A candidate's perf records against a reference's, under one rule and metric choice."""
@@ -114,11 +105,6 @@ class RoundEvaluation(_Result):
     @property
     def geomean_speedup(self) -> float | None:
         return self.geomean.point if self.geomean is not None else None
-
-    @property
-    def geomean_ci95(self) -> tuple[float, float] | None:
-        """The interval of ``geomean_speedup`` (ratio of means), never another statistic's."""
-        return self.geomean.ci95 if self.geomean is not None else None
 
     @property
     def passed(self) -> bool:

@@ -19,6 +19,8 @@ from helix_tui import render
 from helix_tui.render import plain
 from helix_tui.jobs_state import MAX_LOG_LINES, CaseRow, JobLive, JobTracker
 
+#: The live column: compare-perf's per-case speedup (ratio of means) against the baseline.
+LIVE_COLUMN = "speedup (mean)"
 STATUS_STYLE = {
     "queued": "dim",
     "running": "bold cyan",
@@ -53,7 +55,6 @@ class JobsPane(Vertical):
         self._known: set[str] | None = None  # job ids seen by the last show (None: never shown)
         self._log_job: str | None = None
         self._log_count = 0
-        self.baseline_us: dict[str, float] = {}
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="jobs-table", cursor_type="row")
@@ -64,11 +65,11 @@ class JobsPane(Vertical):
 
     def on_mount(self) -> None:
         self.query_one("#jobs-table", DataTable).add_columns("status", "kind", "round", "progress", "age", "job")
-        self.query_one("#job-cases", DataTable).add_columns("case", "status", "median", "n", "vs baseline", "error")
+        self.query_one("#job-cases", DataTable).add_columns("case", "status", "median", "n", LIVE_COLUMN, "error")
 
-    def show(self, tracker: JobTracker, baseline_us: dict[str, float] | None = None, now: float | None = None) -> None:
-        """Render the jobs; ``baseline_us`` (case label → baseline time) adds a live speedup."""
-        self.baseline_us = baseline_us or {}
+    def show(self, tracker: JobTracker, now: float | None = None) -> None:
+        """Render the jobs; a finished case shows its speedup vs the baseline as the engine
+        evaluated it (``JobTracker.evaluate_cases``)."""
         now = time.time() if now is None else now
         table = self.query_one("#jobs-table", DataTable)
         rows = [tracker.jobs[j] for j in tracker.order if j in tracker.jobs]
@@ -133,7 +134,7 @@ class JobsPane(Vertical):
                 Text(row.status, style={"done": "green", "error": "red"}.get(row.status, "cyan")),
                 render.micros(row.median_us),
                 plain(stats.get("n", "")),
-                self._speedup(row),
+                _speedup(row),
                 plain(str(row.record.get("error_message") or "")[:60]),
             )
         lines = [clean(line, multiline=True) for line in live.log]  # output.log and log events
@@ -144,16 +145,6 @@ class JobsPane(Vertical):
             log.write_lines(lines[self._log_count :])
         self._log_job, self._log_count = live.id, len(lines)
 
-    def _speedup(self, row: CaseRow) -> Text:
-        """Baseline time / this case's time on the same metric, as each case lands."""
-        label = str(row.record.get("case_label") or row.case_id)
-        base = self.baseline_us.get(label)
-        value = _case_time(row.record)
-        if base is None or value is None or value <= 0:
-            return Text("")
-        ratio = base / value
-        return Text(render.speedup(ratio), style="green" if ratio >= 1.0 else "red")
-
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id != "jobs-table" or event.row_key is None:
             return
@@ -163,23 +154,12 @@ class JobsPane(Vertical):
             self.post_message(self.Chosen(job_id))
 
 
-def _case_time(record: dict) -> float | None:
-    for key in ("kernel_avg_time_us", "total_op_avg_time_us"):
-        value = record.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-    return None
-
-
-def baseline_times(records: list) -> dict[str, float]:
-    """case label → the baseline's kernel time (total-op when there is no kernel time)."""
-    out: dict[str, float] = {}
-    for record in records:
-        value = _case_time({"kernel_avg_time_us": record.kernel_avg_time_us,
-                            "total_op_avg_time_us": record.total_op_avg_time_us})
-        if value is not None and value > 0:
-            out[record.case_label] = value
-    return out
+def _speedup(row: CaseRow) -> Text:
+    """The case's speedup (ratio of means) vs the baseline, read from the engine's result."""
+    found = row.evaluation
+    if found is None:
+        return Text("")
+    return Text(render.speedup(found.mean.point), style="green" if found.mean.point >= 1.0 else "red")
 
 
 def _age(live: JobLive, now: float) -> str:

@@ -11,7 +11,7 @@ from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_engine.sanitize import clean
 from helix_tui import render
 from helix_tui.render import plain
-from helix_tui.views import PerfView, comparison_rows, exact_row, record_rows
+from helix_tui.views import SPEEDUP_COLUMN, PerfView, comparison_rows, exact_row, record_rows
 
 #: Longest text a pane renders; more is cut with a note (the file opens in $EDITOR with e).
 MAX_PANE_CHARS = 400_000
@@ -39,8 +39,8 @@ class CockpitHeader(Static):
         cur = render.current_round(snap)
         text.append(f" · round {cur}" if cur is not None else " · no active round")
         best = render.best_geomean(snap)
-        if snap.best_round is not None:
-            text.append(f" · best round-{snap.best_round} {render.speedup(best)}", style="bold green")
+        if snap.promoted_best_round is not None:
+            text.append(f" · best round-{snap.promoted_best_round} {render.speedup(best)}", style="bold green")
         count = len(render.all_problems(snap))
         if count:
             text.append(f" · {count} problem{'s' if count != 1 else ''} (!)", style="bold red")
@@ -100,7 +100,7 @@ class PerfPane(Vertical):
             else:
                 summary.update(plain(view.note or "nothing to compare", "yellow"))
             return
-        table.add_columns("case", "speedup ±CI95", "verdict", "delta", view.against, key.removeprefix("opt-"))
+        table.add_columns("case", SPEEDUP_COLUMN, "verdict", "delta", view.against, key.removeprefix("opt-"))
         lines = Text()
         for c in view.comparisons:
             if len(view.comparisons) > 1:
@@ -109,7 +109,9 @@ class PerfPane(Vertical):
                 row_key = table.add_row(plain(row[0]), plain(row[1]), _verdict(row[2]), *map(plain, row[3:]))
                 self._exact[row_key] = exact_row(c, i)
             lines.append(f"{clean(c.metric_source or c.requested)}: ", style="bold")
-            lines.append(f"geomean {render.speedup(c.geomean_speedup)} {render.ci(c.geomean_ci95)} ".replace("  ", " "))
+            lines.append(f"geomean (mean) {render.estimate(c.geomean)} ")
+            if c.geomean_median is not None:
+                lines.append(f"(median) {render.estimate(c.geomean_median)} ")
             lines.append(f"avg improvement {render.pct(c.avg_improvement_pct)}")
             lines.append(f" · vs {view.against}")
             if c.errors:

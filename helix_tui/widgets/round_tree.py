@@ -42,7 +42,7 @@ def node_label(snap: WorkspaceSnapshot, key: str) -> Text:
         geo = render.round_geomean(view)
         if geo is not None:
             text.append(" " + render.speedup(geo), style="green" if geo >= 1.0 else "red")
-        if snap.best_round == n:
+        if snap.promoted_best_round == n:  # the promotion rule's current best
             text.append(" " + render.STAR, style="bold yellow")
         if render.current_round(snap) == n:
             text.append(" " + render.ICON_ACTIVE, style="bold cyan")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -395,7 +396,10 @@ async def test_perf_pane_shows_confidence_and_verdicts(tmp_path: Path) -> None:
         rows = table_rows(table)
         assert rows[0][1].startswith("1.25x [") and rows[0][2] == "faster"
         assert rows[1][2] == "within-noise"
-        assert "geomean 1.12x [" in shown(app.main.query_one("#perf-summary"))
+        assert "geomean (mean) 1.12x [" in shown(app.main.query_one("#perf-summary"))
+        for row in rows:  # each speedup beside its own interval: the point lies inside it
+            point, low, high = (float(x) for x in re.findall(r"\d+\.\d+", row[1])[:3])
+            assert low <= point <= high
 
 
 async def test_perf_pane_at_80_columns_shows_speedup_and_verdict_and_short_times(tmp_path: Path) -> None:
@@ -411,7 +415,7 @@ async def test_perf_pane_at_80_columns_shows_speedup_and_verdict_and_short_times
         table = app.main.query_one("#perf-table", DataTable)
         assert await wait_for(pilot, lambda: "vs baseline" in shown(app.main.query_one("#perf-summary")))
         labels = [str(c.label) for c in table.columns.values()]
-        assert labels[:3] == ["case", "speedup ±CI95", "verdict"]
+        assert labels[:3] == ["case", "speedup (mean)", "verdict"]
         rows = {r[0]: r for r in table_rows(table)}
         assert rows["fp32_16x128"][4:] == ["25.79 ms", "2.501 ms"]
         assert rows["fp16_16x96"][4:] == ["6.724 µs", "6.500 µs"]
