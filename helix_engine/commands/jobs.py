@@ -274,10 +274,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _tail_text(path: Path, n: int) -> list[str]:
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(max(0, path.stat().st_size - 16384))
-            data = handle.read()
+    from helix_engine.workspace.reading import open_workspace_file
+
+    try:  # the safe reader, inside the job folder: output.log may be a FIFO or a link elsewhere
+        with open_workspace_file(path, path.parent) as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 16384))
+            data = handle.read(16384)
     except OSError:
         return []
     return [ln.rstrip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()][-n:]
@@ -325,8 +327,10 @@ def cmd_tail(args: argparse.Namespace) -> int:
 
 
 def _copy_output(path: Path, offset: int) -> int:
-    try:
-        with open(path, "rb") as handle:
+    from helix_engine.workspace.reading import open_workspace_file
+
+    try:  # the safe reader, inside the job folder
+        with open_workspace_file(path, path.parent) as handle:
             handle.seek(offset)
             data = handle.read(1 << 20)
     except OSError:
