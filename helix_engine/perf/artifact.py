@@ -17,7 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from helix_engine.sanitize import clean_name
 from helix_engine.workspace.files import MAX_TEXT_BYTES, atomic_write_text
+from helix_engine.workspace.json_text import DuplicateKey, no_duplicates
 from helix_engine.workspace.models import PerfRecord, Problem
 
 #: Attribute (outside the pydantic fields, so never serialized) holding (file, line).
@@ -74,7 +76,10 @@ def parse_perf_text(text: str, file: str) -> tuple[list[PerfRecord], list[Proble
 
 def _parse_line(line: str, file: str, line_no: int) -> tuple[PerfRecord | None, Problem | None]:
     try:
-        data = json.loads(line)
+        data = json.loads(line, object_pairs_hook=no_duplicates)
+    except DuplicateKey as exc:
+        return None, Problem(file=file, line=line_no, message=f"has the key {clean_name(exc.key)!r} twice; JSON "
+                             "readers disagree on which value counts, so keep one (or re-run the bench)")
     except (json.JSONDecodeError, RecursionError) as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         return None, Problem(

@@ -14,18 +14,21 @@ from helix_engine.sanitize import clean_name
 from helix_engine.workspace.models import Problem
 
 
-class _DuplicateKey(ValueError):
+class DuplicateKey(ValueError):
+    """A key given twice in one JSON object (raised by `no_duplicates`)."""
+
     def __init__(self, key: str) -> None:
         super().__init__(key)
         self.key = key
         self.start: int | None = None  # index just after the "{" of the object holding it
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` that refuses a repeated key instead of keeping the last."""
     obj: dict[str, Any] = {}
     for key, value in pairs:
         if key in obj:
-            raise _DuplicateKey(key)
+            raise DuplicateKey(key)
         obj[key] = value
     return obj
 
@@ -35,12 +38,12 @@ def _duplicate_line(text: str, key: str) -> int | None:
     parse to learn where that object starts, then a scan of its top level)."""
     from json.scanner import py_make_scanner
 
-    decoder = json.JSONDecoder(object_pairs_hook=_no_duplicates)
+    decoder = json.JSONDecoder(object_pairs_hook=no_duplicates)
 
     def parse_object(s_and_end: tuple[str, int], *args: Any) -> Any:
         try:
             return json.decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined]
-        except _DuplicateKey as exc:
+        except DuplicateKey as exc:
             if exc.start is None:
                 exc.start = s_and_end[1]
             raise
@@ -49,7 +52,7 @@ def _duplicate_line(text: str, key: str) -> int | None:
     decoder.scan_once = py_make_scanner(decoder)  # type: ignore[attr-defined]
     try:
         decoder.decode(text)
-    except _DuplicateKey as exc:
+    except DuplicateKey as exc:
         start = exc.start
     except (ValueError, RecursionError):
         return None
@@ -87,8 +90,8 @@ def parse_json(text: str, name: str, fix: str = "fix it") -> tuple[Any, Problem 
     in one object (which value wins differs between readers, so helix refuses to guess), or
     nesting too deep to read."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates), None
-    except _DuplicateKey as exc:
+        return json.loads(text, object_pairs_hook=no_duplicates), None
+    except DuplicateKey as exc:
         line = _duplicate_line(text, exc.key)
         where = f" (line {line})" if line else ""
         return None, Problem(name, f"has the key {clean_name(exc.key)!r} twice in one object{where}; JSON "

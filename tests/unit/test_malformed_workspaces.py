@@ -404,6 +404,9 @@ def test_snapshot_never_reads_attempts_md(corpus: tuple[Path, dict[str, Expect]]
     monkeypatch.setattr(Path, "read_bytes", lambda self: (guard(self), original_read_bytes(self))[1])
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: (guard(self), original_read_text(self, *a, **k))[1])
     monkeypatch.setattr(Path, "open", lambda self, *a, **k: (guard(self), original_open(self, *a, **k))[1])
+    original_os_open = os.open  # the safe reader opens descriptors itself
+    monkeypatch.setattr(os, "open", lambda path, *a, **k: (guard(Path(os.fsdecode(path))) if not isinstance(path, int)
+                                                          else None, original_os_open(path, *a, **k))[1])
     snap = load_workspace(root / "huge_attempts")
     assert (root / "huge_attempts" / "opt-round-2" / "attempts.md").stat().st_size == 50 * 1024 * 1024
     assert snap.best_round == 2

@@ -340,6 +340,15 @@ def test_duplicate_json_key_names_the_key_and_its_line(ws: Path) -> None:
     assert 2 not in {n for n, v in snap.rounds.items() if v.state is not None}
 
 
+def test_duplicate_key_in_a_perf_line_names_the_key_and_its_line(ws: Path) -> None:
+    path = ws / "opt-round-2" / "opt_add_perf.txt"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1].replace('"case_label":', '"case_label": "shadow", "case_label":', 1)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    found = [p for p in load_workspace(ws).problems if p.file == "opt-round-2/opt_add_perf.txt" and p.line == 2]
+    assert found and "'case_label' twice" in found[0].message, found
+
+
 def test_utf8_bom_is_accepted(ws: Path) -> None:
     before = load_workspace(ws)
     for path in (ws / "opt-round-2" / "round-state.json", ws / "baseline" / "state.json", ws / "opt-note.md",
