@@ -198,7 +198,7 @@ class _Supervisor:
         os.close(write_fd)
         tee = Tee(read_fd, self.folder / OUTPUT_NAME, echo, cap * 1024 * 1024)
         tee.start()
-        self.tree = JobTree(proc.pid, self.info.id)
+        self.tree = JobTree(proc.pid, str(self.folder))
         self.info.pid = proc.pid
         self.info.started_at = time.time()
         self.info.status = "running"
@@ -222,13 +222,13 @@ class _Supervisor:
     def end_processes(self, grace_s: float, proc: Any = None) -> str:
         """End every process of the job (setsid or not; see jobs/tree.py): SIGTERM, then
         SIGKILL after ``grace_s``."""
-        tree = self.tree if self.tree is not None else JobTree(proc.pid, self.info.id)
+        tree = self.tree if self.tree is not None else JobTree(proc.pid, str(self.folder))
         return tree.terminate(grace_s, reap=proc)
 
     def watch(self, proc: Any, limit_s: float, limit_source: str, rss_limit: int | None,
               rss_source: str) -> tuple[int | None, tuple[str, str] | None]:
         """Wait for the child, enforcing limits and stop requests: (return code, outcome)."""
-        tree = self.tree if self.tree is not None else JobTree(proc.pid, self.info.id)
+        tree = self.tree if self.tree is not None else JobTree(proc.pid, str(self.folder))
         deadline = time.monotonic() + limit_s
         next_mem = 0.0
         while True:

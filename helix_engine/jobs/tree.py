@@ -11,8 +11,9 @@ the job when
 
 1. P is C, or P's process group or session is C's (unless C's PID now names another
    process: Linux never hands out a PID still used as a group or session id);
-2. P's initial environment carries ``HELIX_JOB_ID=<this job's id>`` (every job child gets
-   it; descendants inherit it through setsid and reparenting; readable for our own uid);
+2. P's initial environment carries ``HELIX_JOB_DIR=<this job's folder>`` (every job child
+   gets it; descendants inherit it through setsid and reparenting; readable for our own
+   uid; a folder, unlike an id, is unique across workspaces);
 3. an earlier scan saw P as a member (same PID, same start time); or
 4. P's parent is a member.
 
@@ -20,7 +21,7 @@ An orphan adopted by the supervisor that matches none of these (it cleared its e
 and its parent died before any scan saw it) is left alone: nothing tells it from another
 child of the supervisor, such as another job's child, and killing one of those would be
 worse than leaking it. Another job's processes never match: their group, session and
-``HELIX_JOB_ID`` are their own, and their parent chain does not pass through this job.
+``HELIX_JOB_DIR`` are their own, and their parent chain does not pass through this job.
 Without /proc (not Linux) the job is its process group, as before.
 """
 
@@ -34,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from helix_engine.jobs import procs
+from helix_engine.jobs.events import JOB_DIR_ENV
 
 _PROC = Path("/proc")
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-JOB_ID_VAR = "HELIX_JOB_ID"
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,14 @@ def _carries(pid: int, marker: bytes) -> bool:
 
 
 class JobTree:
-    """The processes of the job whose child is ``root`` (see the module docstring)."""
+    """The processes of the job whose child is ``root`` and whose folder is ``job_dir`` (None:
+    no environment rule; a worker ending its own descendants uses that)."""
 
-    def __init__(self, root: int, job_id: str | None) -> None:
-        self.root, self.job_id = root, job_id
+    def __init__(self, root: int, job_dir: str | None) -> None:
+        self.root = root
         self.root_ticks = procs.start_ticks(root)
         self.me = os.getpid()
-        self.marker = f"\0{JOB_ID_VAR}={job_id}\0".encode() if job_id else None
+        self.marker = f"\0{JOB_DIR_ENV}={job_dir}\0".encode() if job_dir else None
         self.seen: dict[int, int] = {root: self.root_ticks} if self.root_ticks is not None else {}
         self._env: dict[tuple[int, int], bool] = {}
         self.procfs = _PROC.is_dir() and self.root_ticks is not None

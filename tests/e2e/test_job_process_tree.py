@@ -164,3 +164,22 @@ def test_other_jobs_of_the_same_supervisor_are_left_alone(tmp_path: Path) -> Non
         for thread in threads:
             thread.join(timeout=30)
     assert results["second"].status == "cancelled"  # type: ignore[attr-defined]
+
+
+def test_a_worker_ends_an_orphan_that_cleared_its_environment(tmp_path: Path) -> None:
+    """Helix's workers are subreapers: a grandchild that clears its environment, calls setsid()
+    and loses its parent at once is still the worker's descendant, ended when the worker exits."""
+    pid_file = tmp_path / "orphan.pid"
+    script = tmp_path / "worker.py"
+    script.write_text(
+        "import subprocess, sys\n"
+        "from helix_engine.eval.childlib import run_contained\n"
+        "CODE = ('import subprocess, sys; p = subprocess.Popen([\"sleep\", \"300\"], start_new_session=True, env={}); '\n"
+        "        'open(sys.argv[1], \"w\").write(str(p.pid))')\n"
+        "def main():\n"
+        f"    subprocess.run([sys.executable, '-c', CODE, {str(pid_file)!r}], env={{}}, check=True)\n"
+        "    return 0\n"
+        "sys.exit(run_contained(main))\n")
+    info = run_job(tmp_path, "worker", [sys.executable, str(script)], cwd=tmp_path, timeout_s=60)
+    assert info.status == "passed", info.message
+    _assert_gone(int(pid_file.read_text()))
