@@ -121,7 +121,11 @@ def _usable_samples(record: PerfRecord | None, metric: str) -> list[float] | Non
     if record is None:
         return None
     samples = record.samples_us
-    if not samples or len(samples) < MIN_CI_SAMPLES or any(time_rule(v) is not None for v in samples):
+    if not samples or len(samples) < MIN_CI_SAMPLES:
+        return None
+    low = min(samples)  # NaN never compares below, so check finiteness of the extremes too
+    if not (math.isfinite(low) and math.isfinite(max(samples)) and low >= MIN_TIME_US) \
+            or any(v != v for v in samples):
         return None
     kernel, total = record.kernel_avg_time_us, record.total_op_avg_time_us
     own = "kernel" if kernel is not None else "total-op"
@@ -150,8 +154,10 @@ class _CaseSamples:
 
 
 def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
-               noise_margin: float = DEFAULT_NOISE_MARGIN) -> RoundEvaluation:
-    """Every number of a comparison, from the pairs a rule produced."""
+               noise_margin: float = DEFAULT_NOISE_MARGIN,
+               ci_statistics: tuple[Statistic, ...] = STATISTICS) -> RoundEvaluation:
+    """Every number of a comparison, from the pairs a rule produced. ``ci_statistics`` limits
+    the bootstrap to the statistics a caller needs (the promotion rule judges the mean only)."""
     ev = RoundEvaluation(rule=rule, requested=paired.requested, errors=list(paired.errors),
                          skipped=list(paired.skipped), problems=list(paired.problems),
                          noise_margin=noise_margin)
@@ -191,20 +197,19 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
             ev.geomean_median = SpeedupEstimate(
                 statistic="median", point=_geo([c.median.point for c in ev.cases if c.median is not None]))
     if with_ci:
-        _attach_intervals(ev, samples, any_samples, noise_margin)
+        _attach_intervals(ev, samples, any_samples, noise_margin, ci_statistics)
     return ev
 
 
 def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any_samples: bool,
-                      noise_margin: float) -> None:
+                      noise_margin: float, statistics: tuple[Statistic, ...]) -> None:
     """Each statistic's bootstrap interval and verdict, per case and for the geomean."""
     for case in ev.cases:
         found = samples.get(case.latency_id)
         if found is None:
             continue
-        for statistic in STATISTICS:
-            dist = stats.ratio_bootstrap(found.b, found.c, statistic,
-                                         seed=stats.case_seed(case.latency_id, statistic))
+        for statistic in statistics:
+            dist = stats.ratio_bootstrap(found.b, found.c, statistic)
             found.dists[statistic] = dist
             sample_point = stats.statistic_of(found.b, statistic) / stats.statistic_of(found.c, statistic)
             if statistic == "mean":
@@ -221,11 +226,11 @@ def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any
         ev.ci_note = f"No geomean CI: {missing} of {len(ev.cases)} cases lack usable samples."
         return
     found_all = [samples[case.latency_id] for case in ev.cases]
-    if ev.geomean is not None:
+    if ev.geomean is not None and "mean" in statistics:
         sample_geo = _geo([stats.statistic_of(s.b, "mean") / stats.statistic_of(s.c, "mean") for s in found_all])
         dist = stats.geomean_distribution([s.dists["mean"] for s in found_all])
         ev.geomean = _estimate("mean", ev.geomean.point, dist, sample_geo, noise_margin)
-    if ev.geomean_median is not None:
+    if ev.geomean_median is not None and "median" in statistics:
         dist = stats.geomean_distribution([s.dists["median"] for s in found_all])
         point = ev.geomean_median.point
         ev.geomean_median = _estimate("median", point, dist, point, noise_margin)
@@ -237,7 +242,7 @@ def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any
 def evaluate(baseline: Sequence[PerfRecord], candidate: Sequence[PerfRecord], *, rule: Rule = "compare-perf",
              metric: str = "auto", skip_latency_errors: bool = False, with_ci: bool = True,
              noise_margin: float = DEFAULT_NOISE_MARGIN, baseline_name: str = "baseline",
-             compare_name: str = "compare") -> RoundEvaluation:
+             compare_name: str = "compare", ci_statistics: tuple[Statistic, ...] = STATISTICS) -> RoundEvaluation:
     """``candidate`` against ``baseline`` under ``rule``. Never raises on data."""
     if rule == "status":
         from helix_engine.workspace.status_rules import pair_for_status
@@ -249,7 +254,7 @@ def evaluate(baseline: Sequence[PerfRecord], candidate: Sequence[PerfRecord], *,
 
         paired = pair_records(baseline, candidate, metric, skip_latency_errors,
                               baseline_name=baseline_name, compare_name=compare_name)
-    return from_pairs(paired, rule=rule, with_ci=with_ci, noise_margin=noise_margin)
+    return from_pairs(paired, rule=rule, with_ci=with_ci, noise_margin=noise_margin, ci_statistics=ci_statistics)
 
 
 def live_case(baseline: Sequence[PerfRecord], record: dict[str, Any] | PerfRecord,

@@ -67,8 +67,10 @@ def _judged(ev: RoundEvaluation, baseline: Sequence[PerfRecord], records: Sequen
     geo = ev.geomean
     if geo is None or geo.interval is not None or geo.point <= 1.0 + margin:
         return ev
+    if not ev.cases or any(case.median is None for case in ev.cases):
+        return ev  # a case without usable samples on both sides: no interval to compute
     return evaluation.evaluate(baseline, records, rule="status", metric=metric, with_ci=True,
-                               noise_margin=margin)
+                               noise_margin=margin, ci_statistics=("mean",))
 
 
 def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
