@@ -123,9 +123,7 @@ def _usable_samples(record: PerfRecord | None, metric: str) -> list[float] | Non
     samples = record.samples_us
     if not samples or len(samples) < MIN_CI_SAMPLES:
         return None
-    low = min(samples)  # NaN never compares below, so check finiteness of the extremes too
-    if not (math.isfinite(low) and math.isfinite(max(samples)) and low >= MIN_TIME_US) \
-            or any(v != v for v in samples):
+    if not all(map(math.isfinite, samples)) or min(samples) < MIN_TIME_US:
         return None
     kernel, total = record.kernel_avg_time_us, record.total_op_avg_time_us
     own = "kernel" if kernel is not None else "total-op"
