@@ -29,6 +29,7 @@ from typing import Any
 
 from helix_engine.console import fmt_improvement, fmt_speedup
 from helix_engine.errors import HelixError
+from helix_engine.perf.results import RoundPromotion
 from helix_engine.workspace import files, layout
 
 DEFAULT_EXAMPLE = "softmax"
@@ -179,13 +180,9 @@ def run_demo(dest: Path, example: str = DEFAULT_EXAMPLE, backend: str | None = N
     progress.step(f"backend: {be}")
     _prepare_baseline(ws, example, backend, progress)
     result = DemoResult(ws, example, backend)
-    best_geomean: float | None = None
     for n in ROUNDS:
         parent = "baseline" if n == 1 or not _completed(result, 1) else "opt-round-1"
-        rr = run_round(ws, example, n, parent, progress, best_geomean, backend)
-        result.rounds.append(rr)
-        if rr.submit_status == "pass" and rr.geomean is not None and (best_geomean is None or rr.geomean > best_geomean):
-            best_geomean = rr.geomean
+        result.rounds.append(run_round(ws, example, n, parent, progress, backend))
     _report_ledger(ws, result, progress)
     progress.step("done: the workspace holds the baseline, two submitted rounds and the ledger (opt-note.md)")
     return result
@@ -226,7 +223,7 @@ def _print_perf(perf_file: Path, progress: Progress) -> None:
 
 
 def run_round(ws: Path, op: str, n: int, parent: str, progress: Progress,
-              best_before: float | None, backend: str | None = None) -> RoundResult:
+              backend: str | None = None) -> RoundResult:
     """One round exactly as the skill runs it; returns what submit-round recorded."""
     from helix_engine.eval.bench import run_bench
     from helix_engine.eval.test import run_test
@@ -268,12 +265,6 @@ def run_round(ws: Path, op: str, n: int, parent: str, progress: Progress,
         progress.detail(f"vs parent {parent}: geomean speedup {fmt_speedup(vs_parent)}")
         files.append_text(round_dir / layout.ATTEMPTS, f"\nLocal comparison with the parent ({parent}, compare-perf): "
                           f"geomean speedup {fmt_speedup(vs_parent)}\n")
-    is_best = benchmark == "passed" and geomean is not None and geomean > 1.0 and (best_before is None or geomean > best_before)
-    decision = ("promote: the new current best" if is_best else
-                "do not promote: slower than the current best; the next idea goes into a new round"
-                if benchmark == "passed" else "reject: no valid benchmark result")
-    files.append_text(round_dir / layout.ATTEMPTS, f"\nDecision: {decision}\n")
-    _summary(round_dir, n, parent, note, correctness, benchmark, geomean, avg, source, compare_text, is_best, op)
     fields: dict[str, Any] = dict(round=round_dir.name, parent_round=parent, hypothesis=note.theme,
                                   evidence_sources=["benchmark"], correctness_status=correctness,
                                   benchmark_status=benchmark, summary_path=layout.SUMMARY, opt_note_updated=False)
@@ -282,10 +273,24 @@ def run_round(ws: Path, op: str, n: int, parent: str, progress: Progress,
                       comparison_target_path=f"../{layout.BASELINE_DIR}/{layout.baseline_perf_name(op)}",
                       effective_metric_source=source)
     write_round_state(round_dir, **fields)
+    promoted = _promotion(ws, n)  # the engine's one promotion rule, as the ledger will record it
+    decision = ("promote: the new current best" if promoted.status == "current best" else
+                f"do not promote ({promoted.status}): {promoted.reason}; the next idea goes into a new round"
+                if benchmark == "passed" else "reject: no valid benchmark result")
+    files.append_text(round_dir / layout.ATTEMPTS, f"\nDecision: {decision}\n")
+    _summary(round_dir, n, parent, note, correctness, benchmark, geomean, avg, source, compare_text, promoted, op)
     submitted, _ = submit_round(round_dir, current_round=n, final_round=len(ROUNDS))
     status = str(submitted.get("status"))
     progress.step(f"round {n}: submit-round: {status} — {submitted.get('guideline')}")
     return RoundResult(n, note.theme, correctness, benchmark, geomean, avg, status)
+
+
+def _promotion(ws: Path, n: int) -> RoundPromotion:
+    from helix_engine.perf.results import NOT_PROMOTED
+    from helix_engine.state import measure
+
+    found = measure.promotion(ws).rounds.get(n)
+    return found if found is not None else RoundPromotion(round=n, status=NOT_PROMOTED, reason="not compared")
 
 
 def _compare_with_parent(ws: Path, op: str, parent: str, round_dir: Path) -> float | None:
@@ -319,9 +324,10 @@ def _attempt(round_dir: Path, n: int, parent: str, note: RoundNote, op: str) -> 
 
 def _summary(round_dir: Path, n: int, parent: str, note: RoundNote, correctness: str, benchmark: str,
              geomean: float | None, avg: float | None, source: str | None, compare_text: str | None,
-             is_best: bool, op: str) -> None:
-    best_line = ("yes: the fastest validated round so far" if is_best
-                 else "no: not promoted (slower than the current best)" if benchmark == "passed"
+             promoted: RoundPromotion, op: str) -> None:
+    best_line = ("yes: faster than the baseline and the previous best beyond noise"
+                 if promoted.status == "current best"
+                 else f"no: {promoted.status} ({promoted.reason})" if benchmark == "passed"
                  else "no: rejected")
     text = (
         f"# opt-round-{n} summary\n\n"
