@@ -157,6 +157,7 @@ def _round_state(args: argparse.Namespace) -> int:
     from helix_engine.errors import HelixError
     from helix_engine.state import round_fill
     from helix_engine.state.lifecycle import existing_round_state, write_round_state
+    from helix_engine.perf.report import estimate_to_json
     from helix_engine.workspace import layout
 
     round_dir = Path(args.round_dir)
@@ -186,6 +187,7 @@ def _round_state(args: argparse.Namespace) -> int:
         print_json({"round_state_path": str(path), "round_state": state,
                     "summary_written": str(summary) if summary else None,
                     "comparison": None if c is None else {"geomean_speedup": c.geomean_speedup,
+                                                          "geomean_mean": estimate_to_json(c.geomean),
                                                           "avg_improvement": c.avg_improvement_pct,
                                                           "metric_source": c.metric_source, "errors": c.errors},
                     "notes": derived.notes})

@@ -67,6 +67,8 @@ def test_derives_paths_metric_statuses_parent_and_writes_a_loadable_state(
     assert state["effective_metric_source"] == "kernel"
     assert (state["correctness_status"], state["benchmark_status"]) == ("passed", "passed")
     assert data["comparison"]["geomean_speedup"] == pytest.approx(1.25)
+    assert data["comparison"]["geomean_mean"]["point"] == data["comparison"]["geomean_speedup"]
+    assert data["comparison"]["geomean_mean"]["ci95"] is None  # the builders write no samples
     found = inspect_round(rdir)
     assert found.state is not None and not found.issues, found.issues
     summary = (rdir / "summary.md").read_text()
