@@ -173,6 +173,7 @@ def run_demo(dest: Path, example: str = DEFAULT_EXAMPLE, backend: str | None = N
     """Copy ``example`` into ``dest`` and run baseline + two rounds through the engine."""
     if backend:
         os.environ["HELIX_BACKEND"] = backend  # every engine call and child job sees the same one
+    _require_torch()
     progress = Progress(out)
     ws = copy_example(example, Path(dest).expanduser()).resolve()
     progress.step(f"copied example {example!r} into {ws}")
@@ -190,6 +191,16 @@ def run_demo(dest: Path, example: str = DEFAULT_EXAMPLE, backend: str | None = N
 
 def _completed(result: DemoResult, n: int) -> bool:
     return any(r.number == n and r.submit_status == "pass" for r in result.rounds)
+
+
+def _require_torch() -> None:
+    """Refuse before copying anything when the jobs' Python has no torch (a fresh install:
+    torch is not a dependency), with what to install, rather than two failed jobs."""
+    from helix_engine.eval.backends import detect, torch_missing
+
+    missing = torch_missing(detect())
+    if missing:
+        raise HelixError(f"the demo runs real jobs, and {missing}")
 
 
 def _backend_line(backend: str | None) -> str:

@@ -373,7 +373,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 
 def cmd_backend(args: argparse.Namespace) -> int:
-    from helix_engine.eval.backends import BACKEND_ENV, detect, get_backend
+    from helix_engine.eval.backends import BACKEND_ENV, detect, get_backend, torch_missing
 
     report = detect(refresh=args.refresh)
     requested = os.environ.get(BACKEND_ENV, "").strip().lower() or None
@@ -404,6 +404,9 @@ def cmd_backend(args: argparse.Namespace) -> int:
             print(textwrap.fill(f"{name}: {reason}", WIDTH, initial_indent="  ", subsequent_indent="    "))
     if report.probe_error:
         print(textwrap.fill(f"probe: {report.probe_error}", WIDTH))
+    missing = torch_missing(report)
+    if missing:
+        print(textwrap.fill(f"warning: no job can run: {missing}", WIDTH, subsequent_indent="  "))
     age = time.time() - report.probed_at
     if age > 5:
         print(f"(probed {age:.0f} s ago and cached; --refresh probes again)")

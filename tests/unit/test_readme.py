@@ -15,7 +15,8 @@ from helix_engine import cli
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 QUICK_START = (
-    "python3 -m pip install -e . && helix demo",
+    "python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    " && python3 -m pip install -e '.[cpu]' && helix demo",
     "python3 -m pip install -q -e '.[test]' && python3 -m pytest -q",
 )
 COCKPIT_WORDS = {"tui"}  # handled by the console script (helix_tui.cli), not helix_engine.cli
@@ -68,6 +69,38 @@ def test_quick_start_is_the_two_lines_ci_runs() -> None:
     assert tuple(line for line in block.splitlines() if line.strip()) == QUICK_START
     ci_last = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1].strip()
     assert ci_last == QUICK_START[1]
+
+
+def test_ci_installs_what_the_first_quick_start_line_installs() -> None:
+    """The quick start's first line minus the demo: CPU torch, then helix's cpu extra. CI pins the
+    CPU wheel on its disk instead of PyTorch's CPU index, which it cannot reach (.ci/run says why)."""
+    installs = [part.strip() for part in QUICK_START[0].split("&&") if part.strip().startswith("python3 -m pip")]
+    assert installs == ["python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu",
+                        "python3 -m pip install -e '.[cpu]'"]
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip().startswith("python3 -m pip install")]
+    assert len(ci) == 3 and ci[2] == QUICK_START[1]  # torch first, then helix's cpu extra, then the tests
+    assert ci[0].endswith(" torch==2.13.0")
+    assert ci[1].endswith(" -e '.[cpu]'")
+
+
+def test_a_plain_install_never_pulls_torch() -> None:
+    """`pip install -e .` (and the cpu extra) must not ask PyPI for torch: on Linux that is a CUDA
+    build of several GB. Only the cuda extra names torch; the npu extra never names `triton`
+    (it would overwrite triton-ascend's files)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+
+    def names(reqs: list[str]) -> set[str]:
+        return {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() for r in reqs}
+
+    assert not names(project["dependencies"]) & {"torch", "triton", "torch-npu", "triton-ascend"}
+    assert "torch" not in names(extras["cpu"]) and "triton" in names(extras["cpu"])
+    assert "torch" not in names(extras["test"]) and "torch" not in names(extras["npu"])
+    assert "triton" not in names(extras["npu"])
+    assert {"torch", "triton"} <= names(extras["cuda"])
 
 
 def test_readme_shows_helix_commands_at_all() -> None:

@@ -102,6 +102,23 @@ class BackendReport(BaseModel):
 
 _CACHE: dict[str, BackendReport] = {}
 
+#: What to install, per backend; the README's "Install" section says the same.
+INSTALL_TORCH = (
+    "install the torch build for your backend (README, \"Install\"): CPU: `python3 -m pip install torch "
+    "--index-url https://download.pytorch.org/whl/cpu` then `python3 -m pip install -e '.[cpu]'`; CUDA: "
+    "`python3 -m pip install -e '.[cuda]'`; Ascend: the torch your torch-npu release names, then "
+    "`python3 -m pip install -e '.[npu]'`"
+)
+
+
+def torch_missing(report: BackendReport) -> str | None:
+    """Why no job can run with this Python (torch does not import: helix does not install it, since
+    the right build differs per backend), with what to install; None when torch imports."""
+    if report.torch_version is not None or report.probe_error is not None:
+        return None  # a probe that crashed or hung says so itself; torch may well be there
+    reason = report.reasons.get("cuda", "torch does not import")
+    return f"{reason} in {report.executable or 'this Python'}; {INSTALL_TORCH}"
+
 
 def get_backend(name: str) -> Backend:
     """The adapter for an explicit name, no detection (used inside workers)."""
@@ -239,5 +256,5 @@ def select_backend(name: str | None = None) -> Backend:
 
 __all__ = [
     "BACKEND_NAMES", "CHOICES", "Backend", "BackendReport", "CpuBackend", "CudaBackend",
-    "NpuBackend", "detect", "get_backend", "select_backend",
+    "NpuBackend", "INSTALL_TORCH", "detect", "get_backend", "select_backend", "torch_missing",
 ]
