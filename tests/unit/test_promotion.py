@@ -139,3 +139,17 @@ def test_an_ineligible_round_gives_its_reason() -> None:
     result = promote([Candidate(number=4, eligible=False, why_not="correctness_status is failed")], [])
     assert result.rounds[4].status == NOT and result.rounds[4].reason == "correctness_status is failed"
     assert result.best_round is None and result.best_label == "baseline" and result.best_geomean() is None
+
+
+def test_status_does_not_flag_a_ledger_that_logs_the_promoted_best(tmp_path: Path) -> None:
+    """Round 2 tops the geomean by noise (upstream's best_round), the ledger logs round 1 (the
+    promotion rule's best): no 'numeric best round != logged best' warning; a ledger naming a
+    round that is neither still gets it."""
+    from helix_engine.status import operator_status
+
+    for logged, warned in (("round-1", False), ("round-2", False), ("round-3", True)):
+        ws = build_workspace(tmp_path / logged, baseline=BASE,
+                             rounds=[scaled(1.5), scaled(1.505), scaled(1.2)], final_best=logged)
+        item = operator_status(load_workspace(ws))
+        assert (item.best_round, item.promoted_best_round) == ("round-2", "round-1")
+        assert any(w.startswith("numeric best round != logged best") for w in item.warnings) is warned
