@@ -54,5 +54,5 @@ def test_demo_without_torch_refuses_before_copying(jobs_python, tmp_path: Path,
     assert main(["demo", str(dest), "--no-tui"]) == 1
     err = capsys.readouterr().err
     assert "error: the demo runs real jobs, and torch does not import" in err
-    assert "python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu" in err
+    assert "python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in err
     assert not dest.exists()

@@ -15,7 +15,7 @@ from helix_engine import cli
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 QUICK_START = (
-    "python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    "python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
     " && python3 -m pip install -e '.[cpu]' && helix demo",
     "python3 -m pip install -q -e '.[test]' && python3 -m pytest -q",
 )
@@ -72,15 +72,15 @@ def test_quick_start_is_the_two_lines_ci_runs() -> None:
 
 
 def test_ci_installs_what_the_first_quick_start_line_installs() -> None:
-    """The quick start's first line minus the demo: CPU torch, then helix's cpu extra. CI pins the
-    CPU wheel on its disk instead of PyTorch's CPU index, which it cannot reach (.ci/run says why)."""
+    """The quick start's first line minus the demo: the pinned CPU torch from PyTorch's CPU index,
+    then helix's cpu extra; CI runs those same two installs (.ci/run says how it resolves offline)."""
     installs = [part.strip() for part in QUICK_START[0].split("&&") if part.strip().startswith("python3 -m pip")]
-    assert installs == ["python3 -m pip install torch --index-url https://download.pytorch.org/whl/cpu",
+    assert installs == ["python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu",
                         "python3 -m pip install -e '.[cpu]'"]
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
           if line.strip().startswith("python3 -m pip install")]
     assert len(ci) == 3 and ci[2] == QUICK_START[1]  # torch first, then helix's cpu extra, then the tests
-    assert ci[0].endswith(" torch==2.13.0")
+    assert ci[0].endswith(" torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
     assert ci[1].endswith(" -e '.[cpu]'")
 
 

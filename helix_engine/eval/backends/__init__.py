@@ -104,7 +104,7 @@ _CACHE: dict[str, BackendReport] = {}
 
 #: What to install, per backend; the README's "Install" section says the same.
 INSTALL_TORCH = (
-    "install the torch build for your backend (README, \"Install\"): CPU: `python3 -m pip install torch "
+    "install the torch build for your backend (README, \"Install\"): CPU: `python3 -m pip install torch==2.13.0 "
     "--index-url https://download.pytorch.org/whl/cpu` then `python3 -m pip install -e '.[cpu]'`; CUDA: "
     "`python3 -m pip install -e '.[cuda]'`; Ascend: the torch your torch-npu release names, then "
     "`python3 -m pip install -e '.[npu]'`"
