@@ -275,7 +275,8 @@ UPSTREAM_PERF_KEYS: tuple[str, ...] = (
     "case_wall_clock_seconds",
     "bench_mode",
 )
-HELIX_PERF_KEYS: tuple[str, ...] = ("samples_us", "stats", "method", "device", "backend", "helix_version")
+HELIX_PERF_KEYS: tuple[str, ...] = ("samples_us", "stats", "method", "device", "backend", "helix_version",
+                                    "context")
 
 
 class SampleStats(_FileModel):
@@ -291,6 +292,20 @@ class SampleStats(_FileModel):
 class OpTime(_FileModel):
     op_type: str
     avg_time_us: float | None = None
+
+
+class MeasurementContext(_FileModel):
+    """Where and when a case was measured (perf record key ``context``; best effort, every field
+    optional). Two perf files measured at different times, hosts, devices or loads drift apart by
+    more than their intervals say; compare-perf and the cockpit warn (perf/context.py)."""
+
+    time: str | None = None  # ISO 8601 UTC, when the case finished
+    host: str | None = None
+    device_id: str | None = None  # e.g. "cuda:0 GPU-4f2c…", "npu:3", "cpu"
+    load_avg: float | None = None  # 1-minute load average of the host
+    cpu_count: int | None = None
+    sm_clock_mhz: float | None = None  # GPU clocks when readable (nvidia-smi / torch.cuda)
+    mem_clock_mhz: float | None = None
 
 
 class PerfRecord(_FileModel):
@@ -316,6 +331,18 @@ class PerfRecord(_FileModel):
     device: str | None = None
     backend: str | None = None
     helix_version: str | None = None
+    context: MeasurementContext | None = None
+
+    @field_validator("context", mode="before")
+    @classmethod
+    def _context(cls, value: Any) -> Any:
+        """A context that does not validate is dropped, never a reason to lose the record."""
+        if value is None or isinstance(value, MeasurementContext):
+            return value
+        try:
+            return MeasurementContext.model_validate(value)
+        except (ValueError, TypeError):
+            return None
 
     @field_validator("case_label", mode="before")
     @classmethod
