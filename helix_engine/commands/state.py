@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("--analysis-policy", required=True, choices=ANALYSIS_POLICIES, metavar="POLICY",
                    help=POLICY_HELP)
     p.add_argument("--reason", required=True, help="why this round, in one sentence")
+    p.add_argument("--parent-round", metavar="PARENT",
+                   help="baseline or a completed opt-round-M to build on (default: the current best "
+                   "round, else baseline); its operator is copied to opt-round-N/opt_<op>.py")
     p.set_defaults(func=_start_round)
 
     p = sub.add_parser("set-current-round-state", help="change the active round's strategy or deepen its analysis")
@@ -68,6 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
                    help="the last round of the worker batch; the guideline then says whether to go on")
     p.add_argument("--optimize-target", choices=("kernel", "operator"), default=None,
                    help="kernel: judge by the kernel view; operator: by total-op (end to end)")
+    p.add_argument("--check", action="store_true",
+                   help="only say what submit-round would do and what fails; write nothing")
+    p.add_argument("--json", action="store_true",
+                   help="with --check: print JSON (submit-round itself always prints JSON)")
     p.set_defaults(func=_submit_round)
 
     p = sub.add_parser("repair", help="clean up after a killed helix command (temp files, a half-done start-round)",
@@ -92,7 +99,8 @@ def _submit_baseline(args: argparse.Namespace) -> int:
 def _start_round(args: argparse.Namespace) -> int:
     from helix_engine.state.lifecycle import start_round
 
-    payload, code = start_round(Path(args.round_dir), args.round_strategy, args.analysis_policy, args.reason)
+    payload, code = start_round(Path(args.round_dir), args.round_strategy, args.analysis_policy, args.reason,
+                                parent_round=args.parent_round)
     print_json(payload)
     return code
 
@@ -125,6 +133,17 @@ def _set_current_round_state(args: argparse.Namespace) -> int:
 def _submit_round(args: argparse.Namespace) -> int:
     from helix_engine.state.lifecycle import submit_round
 
+    if args.check:
+        from helix_engine.sanitize import clean
+        from helix_engine.state.submit_check import check_submit, check_text
+
+        payload, code = check_submit(Path(args.round_dir), current_round=args.current_round,
+                                     final_round=args.final_round, optimize_target=args.optimize_target)
+        if args.json:
+            print_json(payload)
+        else:
+            print(clean(check_text(payload), multiline=True))
+        return code
     payload, code = submit_round(
         Path(args.round_dir), current_round=args.current_round, final_round=args.final_round,
         optimize_target=args.optimize_target,

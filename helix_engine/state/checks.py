@@ -77,7 +77,11 @@ def fail_guideline(kind: str, issues: list[str]) -> str:
 
 def load_round_state(round_dir: Path) -> RoundState:
     """round-state.json as a model, or ValueError with an upstream-style sentence."""
-    data = base.load_json_object(Path(round_dir) / layout.ROUND_STATE, "round-state.json")
+    return validate_round_state(base.load_json_object(Path(round_dir) / layout.ROUND_STATE, "round-state.json"))
+
+
+def validate_round_state(data: dict[str, Any]) -> RoundState:
+    """The round-state rules on a dict (the file's, or what a form would write), as a model."""
     current, legacy = data.get("comparison_target_path"), data.get("comparison_target")
     if current is not None and legacy is not None and str(current) != str(legacy):
         raise ValueError(f"comparison_target_path and comparison_target disagree: {current!r} != {legacy!r}")
@@ -167,17 +171,20 @@ class Artifacts:
     perf_path: Path | None
 
 
-def inspect_round(round_dir: Path) -> Artifacts:
-    """Stage 1 (the artifact package), and the round-state load that stage 2 reports."""
+def inspect_round(round_dir: Path, state_data: dict[str, Any] | None = None, *,
+                  summary_pending: bool = False) -> Artifacts:
+    """Stage 1 (the artifact package), and the round-state load that stage 2 reports.
+    ``state_data``: judge this round state instead of the file, and ``summary_pending``: count
+    summary.md as there (what a form is about to write, before it writes it)."""
     round_dir = Path(round_dir)
     workspace = round_dir.parent
     op_name, perf_name, legacy = expected_names(workspace)
     state: RoundState | None = None
     state_error: str | None = None
     state_file = round_dir / layout.ROUND_STATE
-    if state_file.is_file():
+    if state_data is not None or state_file.is_file():
         try:
-            state = load_round_state(round_dir)
+            state = validate_round_state(state_data) if state_data is not None else load_round_state(round_dir)
         except ValueError as exc:
             state_error = str(exc)
     issues: list[str] = []
@@ -188,7 +195,7 @@ def inspect_round(round_dir: Path) -> Artifacts:
     if outside:
         issues.append(f"summary_path {outside}")
     else:
-        if summary is None and (round_dir / layout.SUMMARY).is_file():
+        if summary is None and ((round_dir / layout.SUMMARY).is_file() or summary_pending):
             summary = round_dir / layout.SUMMARY
         if summary is None:
             issues.append(_missing_path("summary_path", declared_summary, "summary.md"))
@@ -196,7 +203,7 @@ def inspect_round(round_dir: Path) -> Artifacts:
             Path(declared_summary).name != summary.name or summary.name != layout.SUMMARY
         ):
             issues.append(f"summary_path must use summary.md (got {declared_summary})")
-    if not state_file.is_file():
+    if state_data is None and not state_file.is_file():
         issues.append("missing round-state.json")
     declared_perf = state.perf_artifact if state else None
     perf_path, perf_outside = base.declared_file(workspace, round_dir, declared_perf)
@@ -269,8 +276,11 @@ def check_round(
     final_round: int | None = None,
     optimize_target: str | None = None,
     min_speedup: float | None = None,
+    state_data: dict[str, Any] | None = None,
+    summary_pending: bool = False,
 ) -> CheckResult:
-    """Check one round directory; never writes anything."""
+    """Check one round directory; never writes anything. ``state_data``: check it as if its
+    round-state.json held this (the submit form's values, before they are written)."""
     from helix_engine.state import guideline  # local: guideline imports this module
 
     round_dir = Path(round_dir)
@@ -279,7 +289,7 @@ def check_round(
         issue = f"missing round directory: {round_dir.name}"
         return CheckResult(status="fail", issues=[issue], guideline=guideline.missing_round_dir_guideline(round_dir.name),
                            stage="artifacts")
-    found = inspect_round(round_dir)
+    found = inspect_round(round_dir, state_data, summary_pending=summary_pending)
     terminal = not found.issues and found.state is not None
     common: dict[str, Any] = {"terminal": terminal, "round_state": found.state,
                               "operator_path": found.operator_path, "perf_path": found.perf_path}
@@ -380,7 +390,12 @@ def _parent_issues(workspace: Path, n: int | None, state: RoundState) -> list[st
 
 
 def parent_operator(workspace: Path, state: RoundState) -> Path | None:
-    number = parent_number(state.parent_round)
+    return operator_of(workspace, state.parent_round)
+
+
+def operator_of(workspace: Path, parent: str) -> Path | None:
+    """The operator file of ``baseline`` or ``opt-round-M`` (None when it has none)."""
+    number = parent_number(parent)
     if number is None:
         return None
     if number == 0:

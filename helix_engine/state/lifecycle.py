@@ -13,15 +13,26 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from helix_engine.state import checks, cleanup, guideline, ledger, recovery, workflow
+from helix_engine.state import (
+    candidate,
+    checks,
+    cleanup,
+    guideline,
+    ledger,
+    recovery,
+    workflow,
+)
 from helix_engine.state.baseline import baseline_gate_issues
+from helix_engine.state.submit_check import submit_inputs
 from helix_engine.workspace import files, layout
 from helix_engine.workspace.md_attempts import StateUpdate
-from helix_engine.workspace.models import RoundState, WorkflowState
+from helix_engine.workspace.models import RoundState
+from helix_engine.workspace.reading import shown
 
 Payload = tuple[dict[str, Any], int]
 BUSY_GUIDELINE = "Another helix command is changing this workspace right now. Wait for it to finish, then run this command again."
@@ -97,8 +108,11 @@ def submit_baseline(baseline_dir: Path) -> Payload:
 # ---------------------------------------------------------------------------- start-round
 
 
-def start_round(round_dir: Path, round_strategy: str, analysis_policy: str, reason: str) -> Payload:
-    """Open round N (or confirm it, when repeated with identical arguments)."""
+def start_round(round_dir: Path, round_strategy: str, analysis_policy: str, reason: str,
+                parent_round: str | None = None) -> Payload:
+    """Open round N (or confirm it, when repeated with identical arguments): record its parent
+    (``parent_round``, default the current best round, else baseline) and create its candidate
+    ``opt_<op>.py`` from the parent's operator when the round has none."""
     round_dir = Path(round_dir).expanduser().resolve()
     rules = list(guideline.HARD_RULES)
     rec: recovery.Recovery | None = None
@@ -110,12 +124,14 @@ def start_round(round_dir: Path, round_strategy: str, analysis_policy: str, reas
         if not path.exists():
             raise FileNotFoundError(workflow.STATE_MISSING)
         with _locked(round_dir.parent) as rec:
-            warnings = _start_locked(path, round_dir, strategy, policy, why)
+            started = _start_locked(path, round_dir, strategy, policy, why, parent_round)
     except files.WorkspaceBusy as exc:
         return _fail(None, str(exc), BUSY_GUIDELINE, hard_rules=rules)
     except (FileNotFoundError, ValueError) as exc:
         return _annotate(_fail(None, str(exc), guideline.start_round_guideline(str(exc)), hard_rules=rules), rec,
                          round_dir.parent)
+    workspace = round_dir.parent
+    operator = started.operator
     payload: dict[str, Any] = {
         "status": "pass",
         "round": round_dir.name,
@@ -125,13 +141,27 @@ def start_round(round_dir: Path, round_strategy: str, analysis_policy: str, reas
         "analysis_policy": policy,
         "reason": why,
     }
-    if warnings:
-        payload["warnings"] = warnings
-    return _annotate((payload, 0), rec, round_dir.parent)
+    if started.warnings:
+        payload["warnings"] = started.warnings
+    # helix's additions, after upstream's keys: the parent and the file to edit
+    payload["parent_round"] = started.parent
+    payload["operator_file"] = shown(operator, workspace) if operator is not None else None
+    payload["operator_created"] = started.created
+    return _annotate((payload, 0), rec, workspace)
 
 
-def _start_locked(path: Path, round_dir: Path, strategy: str, policy: str, why: str) -> list[str]:
+@dataclass
+class _Started:
+    warnings: list[str]
+    parent: str | None  # None: a round started before helix recorded parents
+    operator: Path | None
+    created: bool
+
+
+def _start_locked(path: Path, round_dir: Path, strategy: str, policy: str, why: str,
+                  parent_arg: str | None) -> _Started:
     state = workflow.load_workflow(path)
+    workspace = round_dir.parent
     name = round_dir.name
     n = workflow.parse_round_dir_name(name)
     warnings = workflow.combination_warnings(strategy, policy)
@@ -144,27 +174,47 @@ def _start_locked(path: Path, round_dir: Path, strategy: str, policy: str, why: 
             raise ValueError(f"active round {name} is missing strategy_state; use set-current-round-state to initialize it")
         if (current.round_strategy, current.analysis_policy, current.reason.strip()) != (strategy, policy, why):
             raise ValueError(f"cannot reinitialize active round {name} with different strategy state")
-        return warnings  # identical repeat: nothing changes
+        recorded = entry.parent_round
+        if parent_arg is not None and candidate.choose_parent(workspace, n, parent_arg) != (recorded or "baseline"):
+            raise ValueError(f"cannot reinitialize active round {name} with a different parent "
+                             f"(it builds on {recorded or 'baseline'})")
+        return _Started(warnings, recorded, candidate.existing_candidate(workspace, n), False)  # identical repeat: no change
     if state.phase != "awaiting_round_start":
         active = f" (opt-round-{state.current_round} is active)" if state.current_round is not None else ""
         raise ValueError(f"cannot start {name} while workflow phase is {state.phase}{active}")
     if entry is not None and entry.status == "passed":
         raise ValueError(f"cannot reopen completed round {name}")
-    if n > 1 and not checks.is_terminal(round_dir.parent / layout.round_dir_name(n - 1)):
+    if n > 1 and not checks.is_terminal(workspace / layout.round_dir_name(n - 1)):
         # submit-round refuses a round whose predecessor is not terminal; opening it anyway
         # would leave an active round that can never be submitted.
         raise ValueError(
             f"cannot start {name}: opt-round-{n - 1} is not a terminal round yet and rounds are "
             f"numbered in sequence; start (or finish) opt-round-{n - 1} first"
         )
+    parent = candidate.choose_parent(workspace, n, parent_arg)
     state.phase = "round_active"
     state.current_round = n
-    state.rounds[str(n)] = workflow.active_entry(n, workflow.strategy_state(strategy, policy, why, "start-round"))
+    state.rounds[str(n)] = workflow.active_entry(n, workflow.strategy_state(strategy, policy, why, "start-round"),
+                                                 parent_round=parent)
     workflow.save_workflow(path, state)
-    workflow.append_timing(round_dir.parent, n, "round_start", state.run_id)
+    workflow.append_timing(workspace, n, "round_start", state.run_id)
+    operator, created = _candidate(workspace, n, parent, warnings)
     _mirror(round_dir / layout.ATTEMPTS, StateUpdate(workflow.utc_now(), "start-round", strategy, policy, why,
                                                      list(warnings)), warnings)
-    return warnings
+    return _Started(warnings, parent, operator, created)
+
+
+def _candidate(workspace: Path, n: int, parent: str, warnings: list[str]) -> tuple[Path | None, bool]:
+    """The round's operator, created from the parent's when missing; a failure is a warning
+    (the round is open either way, and the warning names the file to write)."""
+    try:
+        operator, created, note = candidate.create_candidate(workspace, n, parent)
+    except OSError as exc:
+        target = workspace / layout.round_dir_name(n) / candidate.candidate_name(workspace)
+        operator, created, note = None, False, f"{shown(target, workspace)} could not be created ({exc}); write it yourself"
+    if note:
+        warnings.append(note)
+    return operator, created
 
 
 def _mirror(attempts: Path, update: StateUpdate, warnings: list[str]) -> None:
@@ -252,20 +302,12 @@ def submit_round(round_dir: Path, current_round: int | None = None, final_round:
     """Check the round, then record the outcome: passed (active round only) or failed (when the
     round is terminal), the ledger entry, the round_end timing event and the pass clean-up."""
     round_dir = Path(round_dir).expanduser().resolve()
-    if not round_dir.is_dir():
-        name = round_dir.name
-        return _fail("round", f"missing round directory: {name}", guideline.missing_round_dir_guideline(name))
-    try:
-        target = guideline.resolve_min_speedup()
-    except ValueError as exc:
-        return _fail("round", str(exc), guideline.MIN_SPEEDUP_INVALID)
-    if optimize_target not in (None, "kernel", "operator"):
-        issue = f"--optimize-target must be kernel or operator, not {optimize_target!r}"
-        return _fail("round", issue, "Rerun `helix submit-round` with --optimize-target kernel or operator.")
+    kwargs, refused = submit_inputs(round_dir, current_round, final_round, optimize_target)
+    if refused is not None:
+        return refused, 1
+    assert kwargs is not None
     workspace = round_dir.parent
     path = workflow.state_path(workspace)
-    kwargs = {"current_round": current_round, "final_round": final_round,
-              "optimize_target": optimize_target, "min_speedup": target}
     if not path.exists():
         result = checks.check_round(round_dir, **kwargs)
         if result.passed:
@@ -285,7 +327,7 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
     outcome = "passed" if result.passed else "failed"
     try:
         state = workflow.load_workflow(path)
-        n = _completable(state, round_dir.name, current_arg)
+        n = workflow.completable_round(state, round_dir.name, current_arg)
     except (FileNotFoundError, ValueError) as exc:
         if not result.passed:
             # Terminal but not recordable (e.g. not the active round): report the check itself
@@ -317,27 +359,6 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
     workflow.append_timing(round_dir.parent, n, "round_end", state.run_id)
     recovery.clear_submit(round_dir.parent)
     return result.payload(), 0 if result.passed else 1
-
-
-def _completable(state: WorkflowState, name: str, current_arg: int | None) -> int:
-    """The round number, when the state lets this round be completed now (else ValueError)."""
-    n = workflow.parse_round_dir_name(name)
-    entry = state.rounds.get(str(n))
-    if entry is not None and entry.status in ("passed", "failed") and state.current_round != n:
-        raise ValueError(
-            f"{name} was already submitted and {entry.status}; the workflow state no longer has it active"
-        )
-    if state.phase != "round_active":
-        raise ValueError(f"cannot complete {name} while workflow phase is {state.phase}")
-    if state.current_round != n:
-        raise ValueError(f"workflow state current_round={state.current_round} does not match {name}")
-    if current_arg is not None and current_arg != n:
-        raise ValueError(f"--current-round={current_arg} does not match workflow state round {n}")
-    if entry is None:
-        raise ValueError(f"missing workflow state entry for {name}")
-    if entry.status != "active":
-        raise ValueError(f"cannot complete non-active round {name}")
-    return n
 
 
 # ------------------------------------------------------------------------- round-state form

@@ -101,9 +101,15 @@ def _finish_start(workspace: Path, state: WorkflowState, rec: Recovery) -> None:
                          strategy.reason, workflow.combination_warnings(strategy.round_strategy,
                                                                         strategy.analysis_policy))
     name = layout.round_dir_name(n)
+    created = False
+    if entry.parent_round:  # the candidate start-round would have copied from the recorded parent
+        from helix_engine.state.candidate import create_candidate
+
+        created = create_candidate(workspace, n, entry.parent_round)[1]
     workflow.append_state_update(workspace / name / layout.ATTEMPTS, update)
     rec.repaired.append(f"finished the interrupted start-round of {name}: wrote its State Update block to "
-                        f"{name}/{layout.ATTEMPTS}" + (" and its round_start timing" if timing else ""))
+                        f"{name}/{layout.ATTEMPTS}" + (" and its round_start timing" if timing else "")
+                        + (f" and created its candidate operator from {entry.parent_round}" if created else ""))
 
 
 def _finish_submit(workspace: Path, state: WorkflowState, rec: Recovery) -> None:

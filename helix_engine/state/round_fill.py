@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +20,13 @@ from helix_engine.errors import HelixError
 from helix_engine.perf.results import RoundEvaluation
 from helix_engine.workspace import files, layout
 
-#: job status → round-state status (queued/running: nothing finished yet).
-_JOB_STATUS: dict[str, str] = {"passed": "passed", "failed": "failed", "timeout": "failed",
-                               "cancelled": "failed", "lost": "failed"}
+#: job status → round-state status. Only a job that ran to a verdict counts: queued/running have
+#: none yet, and a cancelled or lost job says nothing about the code (a bench that passed stays
+#: the round's answer when a later one is cancelled or its process vanishes).
+_JOB_STATUS: dict[str, str] = {"passed": "passed", "failed": "failed", "timeout": "failed"}
+#: What counts as a round's evidence source, and the file or folder that shows it exists.
+EVIDENCE_SOURCES: tuple[str, ...] = ("benchmark", "profile", "ir", "compiler-source")
+COMPILER_ANALYSIS = "compiler-analysis.md"
 
 
 @dataclass
@@ -55,13 +60,68 @@ def _operator_stem(ws: Path, round_dir: Path) -> str | None:
 
 
 def job_status(ws: Path, round_name: str, kind: str) -> str | None:
-    """The round's latest finished ``kind`` job as passed/failed; None when there is none."""
+    """The round's latest ``kind`` job that ran to a verdict, as passed/failed; None when none did."""
     from helix_engine.jobs.registry import list_jobs
 
-    for job in list_jobs(ws):  # newest first
-        if job.kind == kind and job.round == round_name and job.status in _JOB_STATUS:
-            return _JOB_STATUS[job.status]
+    return latest_verdict(((job.kind, job.round, job.status) for job in list_jobs(ws)), round_name, kind)
+
+
+def latest_verdict(jobs: Iterable[tuple[str, str | None, str]], round_name: str, kind: str) -> str | None:
+    """The rule behind ``job_status`` over (kind, round, status) triples, newest first: the
+    cockpit applies it to the jobs it already follows."""
+    for job_kind, job_round, status in jobs:
+        if job_kind == kind and job_round == round_name and status in _JOB_STATUS:
+            return _JOB_STATUS[status]
     return None
+
+
+def evidence_found(round_dir: Path, existing: dict[str, Any] | None = None) -> list[str]:
+    """The evidence sources the round folder holds: ``benchmark`` (its perf file), ``profile``
+    (a profile folder with output in it), ``ir`` (an IR folder with stage dumps), ``compiler-source``
+    (compiler-analysis.md). Declared ``profile_dir`` / ``ir_dir`` are looked at first."""
+    round_dir = Path(round_dir)
+    existing = existing or {}
+    found: list[str] = []
+    ws = round_dir.resolve().parent
+    stem = _operator_stem(ws, round_dir)
+    perf = existing.get("perf_artifact") or (layout.round_perf_name(stem) if stem else None)
+    if perf and _plain_file(round_dir / str(perf)):
+        found.append("benchmark")
+    if _has_output(round_dir, existing.get("profile_dir"), "profile"):
+        found.append("profile")
+    if _has_output(round_dir, existing.get("ir_dir"), "ir"):
+        found.append("ir")
+    if _plain_file(round_dir / COMPILER_ANALYSIS):
+        found.append("compiler-source")
+    return found
+
+
+def _plain_file(path: Path) -> bool:
+    try:
+        return path.is_file() and not path.is_symlink() and path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _has_output(round_dir: Path, declared: Any, default: str) -> bool:
+    """A folder inside the round (not a link) with at least one non-empty file in it (checks a
+    few hundred entries at most: profiler dumps can hold thousands)."""
+    names = [str(declared), default] if isinstance(declared, str) and declared.strip() else [default]
+    root = round_dir.resolve()
+    for name in names:
+        folder = round_dir / name
+        try:
+            if folder.is_symlink() or not folder.is_dir() or root not in folder.resolve().parents:
+                continue
+            for seen, (current, dirs, files_here) in enumerate(os.walk(folder)):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]  # staging folders of unfinished runs
+                if any(_plain_file(Path(current) / f) for f in files_here[:200] if not f.startswith(".")):
+                    return True
+                if seen > 200:
+                    break
+        except OSError:
+            continue
+    return False
 
 
 def compare_with_baseline(ws: Path, perf: Path, baseline_perf: Path) -> RoundEvaluation:

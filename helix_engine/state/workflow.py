@@ -139,6 +139,27 @@ def new_workflow(run_id: str, *, baseline_passed: bool) -> WorkflowState:
     )
 
 
+def completable_round(state: WorkflowState, name: str, current_arg: int | None) -> int:
+    """The round number, when the state lets this round be completed now (else ValueError)."""
+    n = parse_round_dir_name(name)
+    entry = state.rounds.get(str(n))
+    if entry is not None and entry.status in ("passed", "failed") and state.current_round != n:
+        raise ValueError(
+            f"{name} was already submitted and {entry.status}; the workflow state no longer has it active"
+        )
+    if state.phase != "round_active":
+        raise ValueError(f"cannot complete {name} while workflow phase is {state.phase}")
+    if state.current_round != n:
+        raise ValueError(f"workflow state current_round={state.current_round} does not match {name}")
+    if current_arg is not None and current_arg != n:
+        raise ValueError(f"--current-round={current_arg} does not match workflow state round {n}")
+    if entry is None:
+        raise ValueError(f"missing workflow state entry for {name}")
+    if entry.status != "active":
+        raise ValueError(f"cannot complete non-active round {name}")
+    return n
+
+
 def parse_round_dir_name(name: str) -> int:
     number = layout.round_number(name)
     if number is None:
@@ -193,14 +214,17 @@ def strategy_state(strategy: str, policy: str, reason: str, updated_by: str) -> 
     )
 
 
-def active_entry(n: int, strategy: StrategyState) -> RoundEntry:
-    return RoundEntry(
+def active_entry(n: int, strategy: StrategyState, parent_round: str | None = None) -> RoundEntry:
+    entry = RoundEntry(
         status="active",
         round_dir=layout.round_dir_name(n),
         strategy_state=strategy,
         started_at=utc_now(),
         ended_at=None,
     )
+    if parent_round is not None:
+        entry.parent_round = parent_round
+    return entry
 
 
 def append_state_update(attempts_path: Path, update: StateUpdate) -> None:

@@ -216,10 +216,13 @@ class RoundEntry(_FileModel):
     strategy_state: StrategyState | None = None
     started_at: str | None = None
     ended_at: str | None = None
+    #: helix's addition: the parent start-round built the candidate from ("baseline" or
+    #: "opt-round-M"), so the round has a place in the tree before round-state.json exists
+    parent_round: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
-        for key in ("strategy_state", "started_at", "ended_at"):
+        for key in ("strategy_state", "started_at", "ended_at", "parent_round"):
             if data.get(key) is None and key not in self.model_fields_set:
                 data.pop(key, None)
         return data
@@ -391,6 +394,9 @@ class RoundView:
     state: RoundState | None = None
     workflow_status: str | None = None  # active | passed | failed from .helix/state.json
     parent: str | None = None  # "baseline" or "opt-round-M"
+    #: where ``parent`` comes from: "round-state" (round-state.json), "start-round" (recorded in
+    #: .helix/state.json when the round was started), "" (neither: "baseline" is only a default)
+    parent_source: str = ""
     operator_file: Path | None = None
     perf_file: Path | None = None
     perf: list[PerfRecord] = field(default_factory=list)

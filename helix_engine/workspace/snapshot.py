@@ -276,10 +276,11 @@ def find_workspaces(path: Path) -> list[Path]:
 # ----------------------------------------------------------------------------------- derive
 
 
-def _normalize_parent(view: RoundView, existing: set[int]) -> tuple[str, Problem | None]:
-    """The declared parent as "baseline" or "opt-round-M" (M an existing earlier round)."""
-    raw = view.state.parent_round if view.state is not None else None
-    where = f"{view.name}/{layout.ROUND_STATE}"
+def _normalize_parent(view: RoundView, existing: set[int], recorded: str | None = None) -> tuple[str, Problem | None]:
+    """The declared parent as "baseline" or "opt-round-M" (M an existing earlier round); without
+    round-state.json, the parent start-round ``recorded`` in .helix/state.json."""
+    raw = view.state.parent_round if view.state is not None else recorded
+    where = f"{view.name}/{layout.ROUND_STATE}" if view.state is not None else ".helix/state.json"
     if raw is None:
         return "baseline", None
     text = str(raw).strip()
@@ -307,10 +308,11 @@ def _derive(snap: WorkspaceSnapshot) -> None:
     base_key = _file_key(base_perf) if base_perf is not None else None
     derived: list[Problem] = []
     for n, view in snap.rounds.items():
-        view.parent, parent_problem = _normalize_parent(view, existing)
-        view.workflow_status = None
-        if wf is not None and str(n) in wf.rounds:
-            view.workflow_status = wf.rounds[str(n)].status
+        entry = wf.rounds.get(str(n)) if wf is not None else None
+        recorded = entry.parent_round if entry is not None else None
+        view.parent, parent_problem = _normalize_parent(view, existing, recorded)
+        view.parent_source = "round-state" if view.state is not None else ("start-round" if recorded else "")
+        view.workflow_status = entry.status if entry is not None else None
         view.problems = list(snap.extra.get("round_file_problems", {}).get(n, []))
         if parent_problem is not None:
             view.problems.append(parent_problem)

@@ -191,7 +191,9 @@ def test_half_done_start_round_is_explained_then_finished_by_the_next_command(
     assert code == 0, payload
     assert payload["recovered"] == ["finished the interrupted start-round of opt-round-1: wrote its State Update "
                                     "block to opt-round-1/attempts.md"
-                                    + (" and its round_start timing" if writes == 1 else "")]
+                                    + (" and its round_start timing" if writes == 1 else "")
+                                    + " and created its candidate operator from baseline"]
+    assert (ws / "opt-round-1" / "opt_add.py").read_bytes() == (ws / "baseline" / "add.py").read_bytes()
     state = workflow_json(ws)["rounds"]["1"]
     [update] = parse_state_updates((ws / "opt-round-1" / "attempts.md").read_text(encoding="utf-8"))
     assert (update.timestamp, update.source, update.round_strategy, update.analysis_policy, update.reason) == (

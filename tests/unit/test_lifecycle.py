@@ -15,6 +15,8 @@ from helix_engine.state.lifecycle import set_current_round_state, start_round, s
 from helix_engine.workspace.markdown import parse_state_updates
 
 PASS_KEYS = ["status", "round", "guideline", "hard_rules", "round_strategy", "analysis_policy", "reason"]
+#: helix's additions, after upstream's keys: the parent start-round recorded and the file to edit
+HELIX_START_KEYS = ["parent_round", "operator_file", "operator_created"]
 FAIL_KEYS = ["status", "issues", "guideline", "hard_rules"]
 
 
@@ -89,7 +91,7 @@ def test_submit_baseline_resets_an_active_round_and_refuses_a_broken_state(accep
 def test_start_round_pass_payload_and_side_effects(accepted: Path) -> None:
     payload, code = start(accepted)
     assert code == 0
-    assert list(payload) == PASS_KEYS
+    assert list(payload) == PASS_KEYS + HELIX_START_KEYS
     assert payload["round"] == "opt-round-1"
     assert payload["guideline"] == "Round opt-round-1 is now active. Follow the hard rules below while working on this round."
     assert payload["hard_rules"] == list(HARD_RULES) and len(HARD_RULES) == 10
