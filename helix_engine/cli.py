@@ -27,6 +27,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helix_engine.commands.eval",
     "helix_engine.commands.jobs",
     "helix_engine.commands.profile",
+    "helix_engine.commands.patterns",
     "helix_engine.commands.ir",
     "helix_engine.commands.demo",
 )

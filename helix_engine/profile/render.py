@@ -90,13 +90,16 @@ def render_markdown(r: ProfileReport) -> str:
         names = []
         for p in entry["patterns"]:
             if p["pattern_file"] is None:
-                names.append(f"{p['name']} (no pattern file)")
+                names.append(f"{p['name']} (no card)")
             elif p["pattern_file"] != p["name"]:
                 names.append(f"{p['name']} → {p['pattern_file']}")
             else:
                 names.append(p["name"])
-        lines.append(f"- **{clean(entry['symptom'])}** ({evidence.get(entry['symptom'], clean(entry['trigger']))}): "
+        card = f" — symptom card {entry['symptom_card']}" if entry.get("symptom_card") else ""
+        lines.append(f"- **{clean(entry['symptom'])}** ({evidence.get(entry['symptom'], clean(entry['trigger']))}){card}: "
                      + ", ".join(names))
+    if r.suggested_patterns:
+        lines.append("- Read a card with `helix patterns show NAME`; `helix patterns route` lists them in reading order.")
     if r.notes:
         lines += ["", "## Notes", ""] + [f"- {clean(n)}" for n in r.notes]
     if r.problems:

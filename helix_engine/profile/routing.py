@@ -1,9 +1,11 @@
-"""Symptom → candidate optimization patterns (spec upstream-profile-ir §D).
+"""Symptom → candidate optimization patterns (spec upstream-profile-ir §D), resolved to the
+cards of helix's knowledge base (`helix_engine.knowledge`, ``helix patterns show NAME``).
 
-The upstream routing table names four patterns that match no pattern file: ``cache-use`` and
-``gather-load`` do not exist at all, ``slice-coalesce`` and ``slice-intermediate`` are spelled
-with underscores on disk. `ALIASES` resolves them so every suggestion either names a real file
-or says plainly that none exists.
+The upstream routing table names four patterns that match no upstream pattern file:
+``cache-use`` and ``gather-load`` do not exist there at all, ``slice-coalesce`` and
+``slice-intermediate`` are spelled with underscores. `ALIASES` maps each to the helix card
+that covers it, and `resolve_pattern` checks the card is shipped, so every suggestion names
+a card that exists (a test holds every routed name to that).
 """
 
 from __future__ import annotations
@@ -26,12 +28,27 @@ PATTERN_FILES: frozenset[str] = frozenset({
 })
 HIGH_PRIORITY: tuple[str, ...] = ("a5-force-simt-only-discrete-access", "autotune", "grid-flatten-and-ub-buffering")
 
-#: Routing-table names → pattern file (None: the knowledge base has no such file).
-ALIASES: dict[str, str | None] = {
-    "cache-use": None,
-    "gather-load": None,
+#: Routing-table names that are no card name → the card that covers them.
+ALIASES: dict[str, str] = {
+    "cache-use": "on-chip-reuse",  # upstream has no such file: keeping reused data on chip
+    "gather-load": "discrete_memory_access",  # upstream has no such file: indexed GM loads
     "slice-coalesce": "slice_coalesce",
     "slice-intermediate": "slice_intermediate",
+}
+
+#: Routing symptoms → the symptom card that explains them and lists what to read next.
+SYMPTOM_CARDS: dict[str, str] = {
+    "high-scalar-overhead": "scalar-bound",
+    "high-transfer-pressure": "memory-bound",
+    "poor-locality": "memory-bound",
+    "weak-pipeline-overlap": "transfer-pipeline-imbalance",
+}
+
+#: Bound classifications (`signals.CLASSIFICATIONS`) → their symptom card.
+BOUND_CARDS: dict[str, str] = {
+    "compute-bound": "compute-bound",
+    "memory-bound": "memory-bound",
+    "scalar-overhead": "scalar-bound",
 }
 
 SYMPTOMS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -58,7 +75,8 @@ SYMPTOMS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 @dataclass(frozen=True)
 class PatternRef:
-    """A suggested pattern: the routing name, the file it resolves to, and why if none."""
+    """A suggested pattern: the routing name, the card it resolves to (``pattern_file``, the
+    key kept from before the cards existed), and a note when the two differ or none exists."""
 
     name: str
     pattern_file: str | None
@@ -69,15 +87,21 @@ class PatternRef:
 
 
 def resolve_pattern(name: str) -> PatternRef:
-    """Map a routing-table name to its pattern file, applying `ALIASES`."""
+    """Map a routing-table name to its knowledge card, applying `ALIASES`; a name whose card
+    is not shipped resolves to None (never a card that does not exist)."""
+    from helix_engine.knowledge.cards import has_card
+
     if name in PATTERN_FILES:
-        return PatternRef(name, name)
-    if name in ALIASES:
+        target, note = name, None
+    elif name in ALIASES:
         target = ALIASES[name]
-        if target is None:
-            return PatternRef(name, None, "no pattern file by this name exists; treat it as a hint only")
-        return PatternRef(name, target, f"the pattern file is spelled {target}")
-    return PatternRef(name, None, "unknown pattern name")
+        note = (f"the card is spelled {target}" if target.replace("_", "-") == name
+                else f"upstream has no pattern by this name; the card {target} covers it")
+    else:
+        return PatternRef(name, None, "unknown pattern name")
+    if not has_card(target):
+        return PatternRef(name, None, f"no knowledge card {target} is installed")
+    return PatternRef(name, target, note)
 
 
 def candidates(symptom: str) -> list[PatternRef]:
@@ -87,9 +111,10 @@ def candidates(symptom: str) -> list[PatternRef]:
 
 
 def route(symptoms: list[str]) -> list[dict[str, Any]]:
-    """JSON rows ``{symptom, trigger, patterns[]}`` for the detected symptoms, in order."""
+    """JSON rows ``{symptom, trigger, symptom_card, patterns[]}`` for the detected symptoms, in order."""
     return [
-        {"symptom": s, "trigger": SYMPTOMS[s][0], "patterns": [p.to_json() for p in candidates(s)]}
+        {"symptom": s, "trigger": SYMPTOMS[s][0], "symptom_card": SYMPTOM_CARDS.get(s),
+         "patterns": [p.to_json() for p in candidates(s)]}
         for s in symptoms
         if s in SYMPTOMS
     ]
