@@ -42,6 +42,7 @@ from helix_tui.messages import (
 )
 from helix_tui.screens.main import MainScreen
 from helix_tui.widgets.file_tail import FileTail
+from helix_tui.widgets.hotspots import HotspotsPane
 from helix_tui.widgets.jobs_pane import JobsPane, JobsStrip
 from helix_tui.widgets.panes import CockpitHeader, IRPane, PerfPane, TextPane
 from helix_tui.widgets.round_tree import RoundTree
@@ -193,7 +194,8 @@ class HelixApp(KeyActions, App[int]):
 
     @work(thread=True, exclusive=True, group="hotspots", exit_on_error=False, description="hotspots")
     def compute_hotspots(self, snap: WorkspaceSnapshot, key: str) -> None:
-        self.post_message(PaneText("hotspots", (key,), views.hotspots_text(snap, key), "markdown"))
+        text, cards = views.hotspots_view(snap, key)
+        self.post_message(PaneText("hotspots", (key, *cards), text, "markdown"))
 
     @work(thread=True, exclusive=True, group="ir", exit_on_error=False, description="ir")
     def compute_ir(self, snap: WorkspaceSnapshot, key: str, stage: str | None) -> None:
@@ -268,6 +270,9 @@ class HelixApp(KeyActions, App[int]):
         if message.pane == "ir":
             stages = [str(s) for s in message.key[2:]]
             self.main.query_one("#ir", IRPane).show(stages, message.text, message.key[1] or (stages[0] if stages else None))
+        elif message.pane == "hotspots":
+            cards = [str(c) for c in message.key[1:]]
+            self.main.query_one("#hotspots-pane", HotspotsPane).show(message.text, cards, message.lexer)
         else:
             self.main.query_one(f"#{message.pane}", TextPane).show(message.text, message.lexer)
 

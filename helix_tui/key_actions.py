@@ -44,6 +44,14 @@ class KeyActions:
 
         self.push_screen(HelpScreen())
 
+    def action_pattern_card(self: HelixApp, name: str | None = None) -> None:
+        """k (or enter on a routed card): the card as `helix patterns show` prints it."""
+        from helix_tui.screens.card import CardScreen
+        from helix_tui.widgets.hotspots import HotspotsPane
+
+        name = name or self.main.query_one("#hotspots-pane", HotspotsPane).highlighted_card or "index"
+        self.push_screen(CardScreen(name))
+
     def action_problems(self: HelixApp) -> None:
         from helix_tui.screens.problems import ProblemsScreen
 

@@ -206,17 +206,25 @@ def profile_dir(snap: WorkspaceSnapshot, key: str) -> Path | None:
 
 def hotspots_text(snap: WorkspaceSnapshot, key: str) -> str:
     """The profile report as markdown (top ops, core buckets, bound, suggested patterns)."""
+    return hotspots_view(snap, key)[0]
+
+
+def hotspots_view(snap: WorkspaceSnapshot, key: str) -> tuple[str, list[str]]:
+    """(report markdown, knowledge cards to read): the cards `helix patterns route` names for
+    this profile, in reading order, then the index (always there, so a key opens something)."""
     folder = profile_dir(snap, key)
     if folder is None:
-        return f"No profile for {key} yet. Press f to profile it (writes {key}/profile/)."
+        return f"No profile for {key} yet. Press f to profile it (writes {key}/profile/).", ["index"]
     try:
+        from helix_engine.knowledge.cards import route_report
         from helix_engine.profile import report
     except ImportError as exc:
-        return f"The profile engine is not available ({exc})."
+        return f"The profile engine is not available ({exc}).", []
     try:
-        return report.build_report(folder).to_markdown()
+        built = report.build_report(folder)
     except Exception as exc:  # noqa: BLE001 - half-written profiler output
-        return f"Cannot read the profile in {_rel(snap, folder)}: {exc}"
+        return f"Cannot read the profile in {_rel(snap, folder)}: {exc}", ["index"]
+    return built.to_markdown(), [*route_report(built)["cards"], "index"]
 
 
 def ir_dir(snap: WorkspaceSnapshot, key: str) -> Path | None:

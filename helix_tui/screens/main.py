@@ -12,6 +12,7 @@ from textual.widgets import Footer, TabbedContent, TabPane
 
 from helix_tui.commands import bindings
 from helix_tui.widgets.file_tail import FileTail
+from helix_tui.widgets.hotspots import HotspotsPane
 from helix_tui.widgets.jobs_pane import JobsPane, JobsStrip
 from helix_tui.widgets.panes import CockpitHeader, IRPane, PerfPane, TextPane
 from helix_tui.widgets.round_tree import RoundTree
@@ -54,7 +55,7 @@ class MainScreen(Screen[None]):
             with TabPane("Jobs", id="tab-jobs"):
                 yield JobsPane(id="jobs")
             with TabPane("Hotspots", id="tab-hotspots"):
-                yield TextPane(id="hotspots")
+                yield HotspotsPane(id="hotspots-pane")
             with TabPane("Diff", id="tab-diff"):
                 yield TextPane(id="diff")
             with TabPane("IR", id="tab-ir"):

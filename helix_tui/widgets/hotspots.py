@@ -1,0 +1,57 @@
+"""The Hotspots pane: the profile report, and above it the knowledge cards its symptoms route
+to (enter opens the highlighted one; `k` opens it from anywhere in the cockpit)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import OptionList, Static
+
+from helix_tui.render import plain
+from helix_tui.widgets.panes import TextPane
+
+
+class HotspotsPane(Vertical):
+    """Routed cards (an OptionList of card names, never workspace text) over the report."""
+
+    DEFAULT_CSS = """
+    HotspotsPane #hotspot-cards-title { height: 1; padding: 0 1; color: $text-muted; }
+    HotspotsPane #hotspot-cards { height: auto; max-height: 7; }
+    HotspotsPane TextPane { height: 1fr; }
+    """
+
+    cards: list[str] = []  # card names by option index
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="hotspot-cards-title")
+        yield OptionList(id="hotspot-cards")
+        yield TextPane(id="hotspots")
+
+    def show(self, text: str, cards: list[str], lexer: str | None = "markdown") -> None:
+        from helix_engine.knowledge.cards import has_card, load_card
+
+        self.query_one("#hotspots", TextPane).show(text, lexer)
+        cards = [c for c in cards if has_card(c) or c == "index"]
+        options = self.query_one("#hotspot-cards", OptionList)
+        if cards != self.cards or options.option_count != len(cards):
+            self.cards = list(cards)
+            options.clear_options()
+            options.add_options([plain(f"{name}  {load_card(name).summary}") for name in cards])
+            if cards:
+                options.highlighted = 0
+        routed = len([c for c in cards if c != "index"])
+        title = (f"{routed} pattern card(s) for this profile · enter or k opens one" if routed
+                 else "no card routed from this profile · enter or k opens the index")
+        self.query_one("#hotspot-cards-title", Static).update(plain(title))
+
+    @property
+    def highlighted_card(self) -> str | None:
+        index = self.query_one("#hotspot-cards", OptionList).highlighted
+        if index is not None and 0 <= index < len(self.cards):
+            return self.cards[index]
+        return self.cards[0] if self.cards else None
+
+    async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option_list.id == "hotspot-cards" and 0 <= event.option_index < len(self.cards):
+            event.stop()
+            await self.app.run_action(f"pattern_card('{self.cards[event.option_index]}')")
