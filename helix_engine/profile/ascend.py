@@ -6,43 +6,64 @@ Two layouts exist (spec upstream-profile-ir §A):
   exist the torch_npu files win);
 - msprof: ``PROF_*/mindstudio_profiler_output/{op_statistic,op_summary,task_time,api_statistic}_<ts>.csv``
   + ``msprof_<ts>.json``.
-Only ``op_statistic`` is required. Per-invocation files are streamed (see `csvstream`).
+Only ``op_statistic`` is required. Every CSV is read through polars a bounded chunk at a time
+from the safe reader's descriptor (see `csvstream`); ``root`` is the folder a file must stay in
+(default: its workspace, `owning_workspace`).
+polars is imported inside the functions, so ``helix status`` and ``--help`` never pay for it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from helix_engine.errors import HelixError
-from helix_engine.profile.csvstream import CsvReadReport, first_present, iter_cells, iter_rows, to_float
+from helix_engine.profile.csvstream import (
+    ROW,
+    CsvReadReport,
+    ProfileDataError,
+    aggregate_chunks,
+    number,
+    raise_on,
+    read_table,
+    text,
+)
+from helix_engine.profile.invocations import (  # noqa: F401 - the profile API, one import away
+    CUBE_UTIL_COLUMN,
+    MAX_BLOCK_DIMS,
+    MODE_MSPROF,
+    MODE_TORCH,
+    RATIO_COLUMNS,
+    InvocationSummary,
+    RunningStat,
+    StepAverages,
+    kernel_details_by_step,
+    op_averages_from_kernel_details,
+    summarize_invocations,
+)
 from helix_engine.workspace.models import Problem
+from helix_engine.workspace.reading import (
+    UnreadableFile,
+    open_workspace_file,
+    owning_workspace,
+)
 
-MODE_TORCH = "torch-npu-profiler"
-MODE_MSPROF = "msprof"
+if TYPE_CHECKING:
+    import polars as pl
+
 TORCH_DIR = "ASCEND_PROFILER_OUTPUT"
 MSPROF_DIR = "mindstudio_profiler_output"
 
 OP_STAT_REQUIRED = ("OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
                     "Max Time(us)", "Ratio(%)")
-#: Pipeline busy fractions (0–1 in real files) and the one percentage column.
-RATIO_COLUMNS: tuple[str, ...] = (
-    "aic_mac_ratio", "aic_scalar_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_mte3_ratio",
-    "aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio",
-)
-CUBE_UTIL_COLUMN = "cube_utilization(%)"
-MAX_BLOCK_DIMS = 32
 #: trace JSON files above this are scanned for tids with a regex instead of json.load.
 MAX_JSON_LOAD_BYTES = 256 * 1024 * 1024
-
-
-class ProfileDataError(HelixError):
-    """A profiler file helix needs is missing or unreadable (message says which and why)."""
 
 
 @dataclass
@@ -60,11 +81,20 @@ class AscendFiles:
     step_trace_time: Path | None = None
 
 
-def _newest(paths: list[Path]) -> Path | None:
-    existing = [p for p in paths if p.is_file()]
-    if not existing:
+def _entry_mtime(path: Path) -> float | None:
+    """The entry's own mtime (a link is not followed), None for a folder or nothing. Why: a
+    FIFO or a link where a profiler file should be is picked, so the safe reader can say what
+    is wrong with it, instead of the file looking absent."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
         return None
-    return max(existing, key=lambda p: (p.stat().st_mtime, p.name))
+    return None if stat.S_ISDIR(st.st_mode) else st.st_mtime
+
+
+def _newest(paths: list[Path]) -> Path | None:
+    stamped = [(mtime, p.name, p) for p in paths if (mtime := _entry_mtime(p)) is not None]
+    return max(stamped, key=lambda t: (t[0], t[1]))[2] if stamped else None
 
 
 def newest_file(folder: Path, pattern: str) -> Path | None:
@@ -78,7 +108,7 @@ def pick_csv(folder: Path, prefix: str) -> Path | None:
     if stamped is not None:
         return stamped
     plain = folder / f"{prefix}.csv"
-    return plain if plain.is_file() else None
+    return plain if _entry_mtime(plain) is not None else None
 
 
 def _candidate_dirs(profile_dir: Path, name: str) -> list[Path]:
@@ -112,7 +142,7 @@ def find_layout(profile_dir: Path) -> AscendFiles | None:
             op_summary=pick_csv(torch_root, "kernel_details"),
             task_time=None,
             api_statistic=pick_csv(torch_root, "api_statistic"),
-            timeline_json=trace if trace.is_file() else None,
+            timeline_json=trace if _entry_mtime(trace) is not None else None,
             operator_details=pick_csv(torch_root, "operator_details"),
             step_trace_time=pick_csv(torch_root, "step_trace_time"),
         )
@@ -130,32 +160,6 @@ def find_layout(profile_dir: Path) -> AscendFiles | None:
 
 
 # ----------------------------------------------------------------------------- aggregates
-
-
-@dataclass
-class RunningStat:
-    """count / total / min / max of a stream of values, in O(1) memory."""
-
-    count: int = 0
-    total: float = 0.0
-    min: float = math.inf
-    max: float = -math.inf
-
-    def add(self, value: float) -> None:
-        self.count += 1
-        self.total += value
-        self.min = value if value < self.min else self.min
-        self.max = value if value > self.max else self.max
-
-    @property
-    def avg(self) -> float | None:
-        return self.total / self.count if self.count else None
-
-    def to_json(self, digits: int = 6) -> dict[str, Any]:
-        if not self.count:
-            return {"count": 0, "total": 0.0, "avg": None, "min": None, "max": None}
-        return {"count": self.count, "total": round(self.total, digits), "avg": round(self.total / self.count, digits),
-                "min": round(self.min, digits), "max": round(self.max, digits)}
 
 
 @dataclass
@@ -177,161 +181,38 @@ class OpStat:
                 "Max Time(us)": self.max_us, "Ratio(%)": self.ratio_pct}
 
 
-def read_op_statistic(path: Path) -> tuple[list[OpStat], CsvReadReport]:
+def read_op_statistic(path: Path, *, root: Path | None = None) -> tuple[list[OpStat], CsvReadReport]:
     """All rows (one per op type, so small), sorted by Total Time desc."""
+    import polars as pl
+
     report = CsvReadReport(Path(path))
+    frame = read_table(path, report, OP_STAT_REQUIRED, root=root, required=OP_STAT_REQUIRED)
+    if frame is None:
+        return [], report
     rows: list[OpStat] = []
-    for row in iter_rows(path, report, required=OP_STAT_REQUIRED):
-        total = to_float(row["Total Time(us)"])
-        count = to_float(row["Count"])
-        if total is None or count is None or not row["OP Type"]:
-            report.problem("row has no OP Type, Count or Total Time; it was skipped",
-                           line=report.rows + 1, severity="warning")
+    table = frame.select(pl.col(ROW), pl.col("OP Type"), pl.col("Core Type"),
+                         *(number(c).alias(c) for c in OP_STAT_REQUIRED[2:]))
+    for row, op_type, core_type, count, total, low, avg, high, ratio in table.iter_rows():
+        if total is None or count is None or not op_type:
+            report.problem("row has no OP Type, Count or Total Time; it was skipped", line=row + 2, severity="warning")
             continue
-        rows.append(OpStat(row["OP Type"], row["Core Type"], int(count), total, to_float(row["Min Time(us)"]),
-                           to_float(row["Avg Time(us)"]), to_float(row["Max Time(us)"]), to_float(row["Ratio(%)"])))
+        rows.append(OpStat(op_type, core_type, int(count), total, low, avg, high, ratio))
     rows.sort(key=lambda r: r.total_us, reverse=True)
     return rows, report
-
-
-@dataclass
-class InvocationSummary:
-    """One streaming pass over op_summary / kernel_details: the target's invocations in detail,
-    every op's count and total, and the distinct Step Ids."""
-
-    path: Path
-    name_column: str | None = None
-    target: str | None = None
-    durations: RunningStat = field(default_factory=RunningStat)
-    ratios: dict[str, RunningStat] = field(default_factory=dict)
-    cube_util: RunningStat = field(default_factory=RunningStat)
-    wait: RunningStat = field(default_factory=RunningStat)
-    block_dims: list[int] = field(default_factory=list)
-    per_name: dict[str, RunningStat] = field(default_factory=dict)
-    step_ids: set[str] = field(default_factory=set)
-    report: CsvReadReport | None = None
-
-
-def _name_columns(mode: str) -> tuple[str, ...]:
-    return ("Name",) if mode == MODE_TORCH else ("OP Type", "Op Name", "Name")
-
-
-def summarize_invocations(path: Path, mode: str, target: str | None) -> InvocationSummary:
-    """Stream the per-invocation file once. N/A pipeline cells count as 0 (upstream);
-    absent columns (aic_mte3 in older CANN) are simply not in ``ratios``."""
-    summary = InvocationSummary(path=Path(path), target=target)
-    report = CsvReadReport(Path(path))
-    summary.report = report
-    rows = iter_rows(path, report, any_of=(_name_columns(mode), ("Task Duration(us)", "Duration(us)")))
-    header_seen = False
-    name_col = dur_col = wait_col = None
-    ratio_cols: list[str] = []
-    has_util = has_step = has_block = False
-    for row in rows:
-        if not header_seen:
-            header_seen = True
-            name_col = first_present(report.header, _name_columns(mode))
-            dur_col = first_present(report.header, ("Task Duration(us)", "Duration(us)"))
-            wait_col = first_present(report.header, ("Task Wait Time(us)", "Wait Time(us)"))
-            ratio_cols = [c for c in RATIO_COLUMNS if c in report.header]
-            summary.ratios = {c: RunningStat() for c in ratio_cols}
-            has_util = CUBE_UTIL_COLUMN in report.header
-            has_step = "Step Id" in report.header
-            has_block = "Block Dim" in report.header
-            summary.name_column = name_col
-        name = row[name_col]  # type: ignore[index]
-        duration = to_float(row[dur_col])  # type: ignore[index]
-        stat = summary.per_name.get(name)
-        if stat is None:
-            stat = summary.per_name[name] = RunningStat()
-        if duration is not None:
-            stat.add(duration)
-        if has_step and row["Step Id"]:
-            summary.step_ids.add(row["Step Id"])
-        if target is None or name != target or duration is None or duration <= 0:
-            continue
-        summary.durations.add(duration)
-        for col in ratio_cols:
-            summary.ratios[col].add(to_float(row[col]) or 0.0)
-        if has_util:
-            summary.cube_util.add(to_float(row[CUBE_UTIL_COLUMN]) or 0.0)
-        if wait_col is not None:
-            wait = to_float(row[wait_col])
-            if wait is not None and wait > 0:
-                summary.wait.add(wait)
-        if has_block:
-            dim = to_float(row["Block Dim"])
-            if dim is not None and int(dim) not in summary.block_dims and len(summary.block_dims) < MAX_BLOCK_DIMS:
-                summary.block_dims.append(int(dim))
-    return summary
 
 
 # ------------------------------------------------------------ kernel vs total-op (run-bench)
 
 
-def _raise_on(report: CsvReadReport) -> None:
-    errors = [p for p in report.problems if p.severity == "error"]
-    if errors:
-        raise ProfileDataError(str(errors[0]))
-
-
-@dataclass
-class StepAverages:
-    """Per-op averages from kernel_details and, when asked, each step's own per-op sums."""
-
-    #: op ``Name`` → per-step average µs, in first-seen order
-    averages: dict[str, float]
-    #: Step Id → op name → summed µs; empty when the file has no Step Id values or not asked
-    steps: dict[str, dict[str, float]] = field(default_factory=dict)
-
-
-def kernel_details_by_step(path: Path, repeats: int, *, keep_steps: bool = True) -> StepAverages:
-    """One streaming pass over kernel_details: per-step average µs per op ``Name`` = Σ Duration
-    ÷ distinct ``Step Id`` (÷ ``repeats`` when the column is absent or empty); with
-    ``keep_steps`` also each step's per-op sums (run-bench's per-iteration samples). Rows
-    without a name are skipped. Raises ProfileDataError when the file is missing or unreadable."""
-    report = CsvReadReport(Path(path))
-    sums: dict[str, float] = {}
-    per_step: dict[str, dict[str, float]] = {}
-    steps: set[str] = set()
-    name_i = dur_i = step_i = -1
-    for cells in iter_cells(path, report, required=("Name", "Duration(us)")):
-        if name_i < 0:
-            name_i, dur_i = report.header.index("Name"), report.header.index("Duration(us)")
-            step_i = report.header.index("Step Id") if "Step Id" in report.header else -1
-        step = cells[step_i].strip() if step_i >= 0 else ""
-        if step:
-            steps.add(step)
-            if keep_steps:
-                per_step.setdefault(step, {})
-        name = cells[name_i].strip()
-        value = to_float(cells[dur_i])
-        if value is None or not name:
-            continue
-        sums[name] = sums.get(name, 0.0) + value
-        if keep_steps and step:
-            bucket = per_step[step]
-            bucket[name] = bucket.get(name, 0.0) + value
-    _raise_on(report)
-    divisor = len(steps) or repeats
-    if divisor <= 0:
-        raise ProfileDataError(f"{path}: cannot average per step: no Step Id column and repeats={repeats}")
-    return StepAverages({name: total / divisor for name, total in sums.items()}, per_step)
-
-
-def op_averages_from_kernel_details(path: Path, repeats: int) -> dict[str, float]:
-    """Per-step average µs per op ``Name`` (see `kernel_details_by_step`), without the steps."""
-    return kernel_details_by_step(path, repeats, keep_steps=False).averages
-
-
-def op_averages_from_op_statistic(path: Path, repeats: int | None) -> dict[str, float]:
+def op_averages_from_op_statistic(path: Path, repeats: int | None, *,
+                                  root: Path | None = None) -> dict[str, float]:
     """Per-step average µs per ``OP Type`` from op_statistic.
 
     ``repeats`` given (torch_npu fallback): Total ÷ repeats. ``repeats=None`` (msprof): Total ÷
     the GCD of the positive Counts when that GCD is > 1, else the file's own Avg Time(us).
     """
-    rows, report = read_op_statistic(path)
-    _raise_on(report)
+    rows, report = read_op_statistic(path, root=root)
+    raise_on(report)
     out: dict[str, float] = {}
     if repeats is not None:
         if repeats <= 0:
@@ -352,21 +233,27 @@ def op_averages_from_op_statistic(path: Path, repeats: int | None) -> dict[str, 
 # ----------------------------------------------------------------------- timeline and host
 
 
-def task_timeline(path: Path, target: str) -> tuple[dict[str, Any], CsvReadReport]:
+def task_timeline(path: Path, target: str, *, root: Path | None = None) -> tuple[dict[str, Any], CsvReadReport]:
     """Gaps between consecutive invocations of ``target`` in task_time (msprof only).
 
     A negative gap is an overlap. Rows named ``N/A`` are dropped. Only the target's start/stop
     pairs are kept (16 bytes each), not the rows.
     """
+    import polars as pl
+
     report = CsvReadReport(Path(path))
     starts, stops = array("d"), array("d")
-    for row in iter_rows(path, report, required=("kernel_name", "task_start(us)", "task_stop(us)")):
-        if row["kernel_name"] in ("N/A", "") or row["kernel_name"] != target:
-            continue
-        start, stop = to_float(row["task_start(us)"]), to_float(row["task_stop(us)"])
-        if start is not None and stop is not None:
-            starts.append(start)
-            stops.append(stop)
+    columns = ("kernel_name", "task_start(us)", "task_stop(us)")
+
+    named = target not in ("N/A", "")  # rows named N/A (or nothing) never match
+
+    def queries(rows: pl.LazyFrame) -> list[pl.LazyFrame]:
+        return [rows.filter(pl.lit(named) & (text("kernel_name") == target))
+                .select(number("task_start(us)").alias("start"), number("task_stop(us)").alias("stop")).drop_nulls()]
+
+    for (hits,) in aggregate_chunks(path, report, columns, queries, root=root, required=columns):
+        starts.extend(hits.get_column("start").to_list())
+        stops.extend(hits.get_column("stop").to_list())
     order = sorted(range(len(starts)), key=starts.__getitem__)
     gaps = [starts[order[i]] - stops[order[i - 1]] for i in range(1, len(order))]
     positive = [g for g in gaps if g > 0]
@@ -394,18 +281,27 @@ class ApiStat:
 LAUNCH_RE = re.compile(r"launch|memcpy|synchronize|binary|stream", re.IGNORECASE)
 
 
-def read_api_statistic(path: Path) -> tuple[list[ApiStat], CsvReadReport]:
+def read_api_statistic(path: Path, *, root: Path | None = None) -> tuple[list[ApiStat], CsvReadReport]:
     """Host API rows sorted by total time (one row per API, so small)."""
+    import polars as pl
+
     report = CsvReadReport(Path(path))
-    out: list[ApiStat] = []
-    for row in iter_rows(path, report, any_of=(("API Name", "Name"), ("Time(us)", "Duration(us)"))):
-        name = row.get("API Name") or row.get("Name") or ""
-        time_us = to_float(row.get("Time(us)") or row.get("Duration(us)"))
-        if not name or time_us is None:
-            continue
-        count = to_float(row.get("Count"))
-        out.append(ApiStat(name, time_us, int(count) if count is not None else None, to_float(row.get("Avg(us)")),
-                           row.get("Level", "")))
+    columns = ("API Name", "Name", "Time(us)", "Duration(us)", "Count", "Avg(us)", "Level")
+    frame = read_table(path, report, columns, root=root, any_of=(("API Name", "Name"), ("Time(us)", "Duration(us)")))
+    if frame is None:
+        return [], report
+
+    def cell(name: str) -> pl.Expr:
+        return pl.col(name) if name in frame.columns else pl.lit("")
+
+    def either(first: str, second: str) -> pl.Expr:  # upstream: the second column when the first cell is empty
+        return pl.when(cell(first) != "").then(cell(first)).otherwise(cell(second))
+
+    table = frame.select(either("API Name", "Name").alias("name"), either("Time(us)", "Duration(us)").alias("time"),
+                         cell("Count").alias("count"), cell("Avg(us)").alias("avg"), cell("Level").alias("level"))
+    table = table.with_columns(number("time").alias("time"), number("count").alias("count"), number("avg").alias("avg"))
+    out = [ApiStat(name, time_us, int(count) if count is not None else None, avg, level)
+           for name, time_us, count, avg, level in table.iter_rows() if name and time_us is not None]
     out.sort(key=lambda a: a.time_us, reverse=True)
     return out, report
 
@@ -413,24 +309,24 @@ def read_api_statistic(path: Path) -> tuple[list[ApiStat], CsvReadReport]:
 _TID_RE = re.compile(rb'"tid"\s*:\s*("(?:[^"\\]|\\.)*"|-?[0-9]+)')
 
 
-def count_tracks(path: Path) -> tuple[int | None, Problem | None]:
-    """Distinct ``tid`` values in a Chrome-trace style JSON (list or {"traceEvents": …})."""
+def count_tracks(path: Path, *, root: Path | None = None) -> tuple[int | None, Problem | None]:
+    """Distinct ``tid`` values in a Chrome-trace style JSON (list or {"traceEvents": …}), read
+    through the safe reader (``root``: the folder it must stay in; default its workspace)."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_JSON_LOAD_BYTES:
-            tids: set[bytes] = set()
-            with open(path, "rb") as handle:
+        with open_workspace_file(path, owning_workspace(path) if root is None else root) as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_JSON_LOAD_BYTES:
+                tids: set[bytes] = set()
                 tail = b""
                 while chunk := handle.read(1 << 20):
                     buf = tail + chunk
                     tids.update(m.group(1) for m in _TID_RE.finditer(buf))
                     tail = buf[-256:]
-            return len(tids), None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None, Problem(file=str(path), message="is missing")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+                return len(tids), None
+            data = json.loads(handle.read().decode("utf-8"))
+    except UnreadableFile as exc:
+        return None, Problem(str(path), exc.problem.message, severity="warning")
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         return None, Problem(file=str(path), message=f"is not valid JSON (truncated or garbled: {exc}); "
                              "the timeline signals were skipped", severity="warning")
     events = data.get("traceEvents") if isinstance(data, dict) else data

@@ -1,31 +1,61 @@
-"""Constant-memory CSV reading for profiler outputs.
+"""Profiler CSVs through polars, one bounded chunk at a time, from the safe reader's descriptor.
 
-Profiler CSVs (``kernel_details.csv``, ``op_summary_*.csv``) grow with the number of kernel
-launches: a long run writes millions of rows. Everything here walks the file once through the
-``csv`` module and hands out one row at a time, so callers aggregate on the fly and memory
-stays flat. Real CANN files put a TAB after timestamp cells and write ``N/A`` for counters that
-do not apply; truncated or garbled files become `Problem`s, never exceptions.
+Why this shape:
+- Profiler CSVs (``kernel_details.csv``, ``op_summary_*.csv``) grow with kernel launches: a long
+  run writes millions of rows, gigabytes. polars parses them in native code (about 10x the csv
+  module), but its own ``scan_csv`` holds the whole file in memory; here the bytes are read in
+  chunks of `CHUNK_BYTES`, cut at a line end, and each chunk is parsed and aggregated before the
+  next is read, so memory stays flat whatever the file size.
+- The bytes come from `open_workspace_file` (DESIGN principle 8: a regular file, no final
+  symbolic link, inside its root, checked on the opened descriptor). polars never opens a path,
+  so nothing can be swapped in between the check and the read, and a FIFO never blocks.
+- Cells are strings; `text` strips them the way CANN outputs need (the TAB after timestamps)
+  and `number` parses them (``N/A``, empty, garbage, inf and nan → null). A UTF-8 BOM is
+  dropped from the header.
+- Damage is a `Problem` with its line, never an exception: a missing or empty file, a missing
+  column, undecodable text (rows before it are kept), a short (truncated) row
+  (skipped with a warning). Rows longer than the header keep the known columns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
-import math
-from collections.abc import Iterator, Sequence
+import io
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO, TypeVar
 
+from helix_engine.errors import HelixError
 from helix_engine.workspace.models import Problem
+from helix_engine.workspace.reading import (
+    UnreadableFile,
+    open_workspace_file,
+    owning_workspace,
+    shown,
+)
 
-#: Cells that mean "no value" in CANN outputs.
-MISSING_CELLS: frozenset[str] = frozenset({"", "N/A", "NA", "n/a", "-", "None", "null", "nan", "NaN"})
-#: A cell longer than this is garbage (the csv module would otherwise buffer it whole).
-MAX_FIELD_CHARS = 1 << 20
+if TYPE_CHECKING:
+    import polars as pl
+
+T = TypeVar("T")
+#: Bytes parsed at once: ~30k kernel_details rows; peak memory is a few times this.
+CHUNK_BYTES = 8 << 20
+#: One line longer than this is not a profiler row (the csv module's old field cap was 1 MiB).
+MAX_LINE_BYTES = 64 << 20
+#: The data-row index column every chunk carries (0-based; first-seen order of groups).
+ROW = "__row"
+_BAD_TEXT = "is not UTF-8 text (binary or garbled); re-run the profiler"
+
+
+class ProfileDataError(HelixError):
+    """A profiler file helix needs is missing or unreadable (message says which and why)."""
 
 
 @dataclass
 class CsvReadReport:
-    """What one streaming pass saw besides the rows: header, row counts, problems."""
+    """What one pass saw besides the rows: header, row counts, problems."""
 
     path: Path
     header: list[str] = field(default_factory=list)
@@ -37,99 +67,34 @@ class CsvReadReport:
         self.problems.append(Problem(file=str(self.path), message=message, line=line, severity=severity))  # type: ignore[arg-type]
 
 
+def raise_on(report: CsvReadReport) -> None:
+    """Raise ProfileDataError with the first error of a pass (for callers that need the numbers)."""
+    errors = [p for p in report.problems if p.severity == "error"]
+    if errors:
+        raise ProfileDataError(str(errors[0]))
+
+
 def clean_cell(cell: str) -> str:
     """Strip the TABs and spaces CANN leaves around cells (and a UTF-8 BOM)."""
     return cell.strip().lstrip("\ufeff").strip()
 
 
-def to_float(cell: str | None) -> float | None:
-    """Parse a numeric cell: ``N/A``/empty/garbage → None, never an exception."""
-    if cell is None:
-        return None
-    text = cell.strip()
-    if text in MISSING_CELLS:
-        return None
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
+def text(column: str) -> pl.Expr:
+    """A cell as text: stripped of the spaces and TABs CANN leaves, "" for an empty cell.
+    (Cleaning costs a pass over the column: group by the raw cells, then clean the keys.)"""
+    import polars as pl
+
+    return pl.col(column).fill_null("").str.strip_chars()
 
 
-def iter_rows(
-    path: Path, report: CsvReadReport, *, required: Sequence[str] = (), any_of: Sequence[Sequence[str]] = ()
-) -> Iterator[dict[str, str]]:
-    """Yield each data row of ``path`` as ``{column: cleaned cell}``, one at a time (see `iter_cells`)."""
-    for cells in iter_cells(path, report, required=required, any_of=any_of):
-        yield {name: clean_cell(cell) for name, cell in zip(report.header, cells)}
+def number(column: str) -> pl.Expr:
+    """A cell as a float: ``N/A``/empty/garbage/inf/nan → null, never an exception. (Like
+    Python's ``float`` of the stripped cell, except that ``1_000`` and non-ASCII digits are
+    garbage too.)"""
+    import polars as pl
 
-
-def iter_cells(
-    path: Path, report: CsvReadReport, *, required: Sequence[str] = (), any_of: Sequence[Sequence[str]] = ()
-) -> Iterator[list[str]]:
-    """Yield each data row of ``path`` as its raw cell list (at least as long as the header).
-
-    The fast path for hot loops: look columns up once with ``report.header.index`` after the
-    first row, and `clean_cell`/`to_float` only the cells you use.
-
-    ``required`` columns must all be present; each group in ``any_of`` needs at least one.
-    A missing file, a missing column, a NUL byte, an undecodable or oversized field, or a
-    short (truncated) row is recorded in ``report`` with its line number; short rows are
-    skipped, unreadable files stop the pass. Rows longer than the header keep the known
-    columns (CANN never does this; a hand-edited file might).
-    """
-    path = Path(path)
-    csv.field_size_limit(MAX_FIELD_CHARS)
-    try:
-        handle = open(path, encoding="utf-8", errors="strict", newline="")  # noqa: SIM115
-    except FileNotFoundError:
-        report.problem("is missing")
-        return
-    except OSError as exc:
-        report.problem(f"cannot be read ({exc.strerror or exc})")
-        return
-    with handle:
-        reader = csv.reader(handle)
-        try:
-            header_cells = next(reader, None)
-            if header_cells is None:
-                report.problem("is empty (no header line); re-run the profiler to regenerate it")
-                return
-            report.header = [clean_cell(c) for c in header_cells]
-            columns = set(report.header)
-            missing = [c for c in required if c not in columns]
-            for group in any_of:
-                if not any(c in columns for c in group):
-                    missing.append(" or ".join(group))
-            if missing:
-                report.problem(
-                    f"lacks the column(s) {', '.join(missing)}; it is not the profiler file helix "
-                    "expected (or it is damaged): re-run the profiler",
-                    line=1,
-                )
-                return
-            width = len(report.header)
-            for cells in reader:
-                line = reader.line_num
-                if not cells:
-                    continue
-                if len(cells) < width:
-                    report.skipped_rows += 1
-                    if report.skipped_rows <= 3:
-                        report.problem(
-                            f"row has {len(cells)} of {width} cells (truncated file?); the row was skipped",
-                            line=line,
-                            severity="warning",
-                        )
-                    continue
-                report.rows += 1
-                yield cells
-        except csv.Error as exc:
-            report.problem(f"is not a readable CSV file ({exc}); re-run the profiler", line=reader.line_num)
-        except UnicodeDecodeError:
-            report.problem("is not UTF-8 text (binary or garbled); re-run the profiler", line=reader.line_num + 1)
-    if report.skipped_rows > 3:
-        report.problem(f"{report.skipped_rows} short rows were skipped in total", severity="warning")
+    value = pl.col(column).str.strip_chars().cast(pl.Float64, strict=False)
+    return pl.when(value.is_finite()).then(value)
 
 
 def first_present(header: Sequence[str], names: Sequence[str]) -> str | None:
@@ -139,3 +104,298 @@ def first_present(header: Sequence[str], names: Sequence[str]) -> str | None:
         if name in present:
             return name
     return None
+
+
+#: Builds one chunk's queries from its rows (a LazyFrame of `ROW` and the wanted columns).
+Queries = Callable[["pl.LazyFrame"], list["pl.LazyFrame"]]
+
+
+def aggregate_chunks(path: Path, report: CsvReadReport, columns: Sequence[str], queries: Queries, *,
+                     root: Path | None = None, required: Sequence[str] = (),
+                     any_of: Sequence[Sequence[str]] = ()) -> Iterator[list[pl.DataFrame]]:
+    """Run ``queries`` on each chunk of ``path``'s data rows; yield each chunk's results.
+
+    The rows hold `ROW` and each of ``columns`` that the header has, as the raw cells (strings,
+    null when empty; read them with `text` and `number`; for a repeated name, its first column). ``report.header`` is set before ``queries``
+    first runs. ``root``: the folder the file must stay inside (default: its workspace, see
+    `owning_workspace`; a final symbolic link is never followed). ``required`` columns must all be present; each group in
+    ``any_of`` needs one. Problems go to ``report``; a chunk without rows yields nothing.
+    """
+    path = Path(path)
+    root = owning_workspace(path) if root is None else root
+    try:
+        handle = open_workspace_file(path, root)
+    except UnreadableFile as exc:
+        problem = exc.problem
+        named = problem.file == shown(path, root)
+        report.problems.append(Problem(str(path), problem.message, problem.line, problem.severity) if named else problem)
+        return
+    with handle:
+        yield from _chunks(handle, report, columns, queries, required, any_of)
+
+
+def read_table(path: Path, report: CsvReadReport, columns: Sequence[str], *, root: Path | None = None,
+               required: Sequence[str] = (), any_of: Sequence[Sequence[str]] = ()) -> pl.DataFrame | None:
+    """The whole (small) file as one DataFrame of `ROW` and the cells as `text`; None when it has
+    no usable header (the problem is in ``report``)."""
+    import polars as pl
+
+    def cleaned(rows: pl.LazyFrame) -> list[pl.LazyFrame]:
+        return [rows.select(pl.col(ROW), *(text(c).alias(c) for c in dict.fromkeys(columns) if c in report.header))]
+
+    parts = [found for found, in aggregate_chunks(path, report, columns, cleaned, root=root, required=required,
+                                                  any_of=any_of)]
+    if parts:
+        return pl.concat(parts)
+    present = set(report.header)
+    if not present or not all(c in present for c in required) or not all(
+            any(c in present for c in group) for group in any_of):
+        return None
+    return pl.DataFrame(schema={ROW: pl.UInt32} | {c: pl.String for c in dict.fromkeys(columns) if c in present})
+
+
+def _chunks(handle: BinaryIO, report: CsvReadReport, columns: Sequence[str], queries: Queries,
+            required: Sequence[str], any_of: Sequence[Sequence[str]]) -> Iterator[list[pl.DataFrame]]:
+    pending = _read_header(handle, report, required, any_of)
+    if pending is None:
+        return
+    header = report.header
+    # polars gets each chunk under a header of unique names c0..cN-1 (the real one may repeat a name)
+    synthetic = ",".join(f"c{i}" for i in range(len(header))).encode() + b"\n"
+    index: dict[str, int] = {}
+    for name in columns:
+        if name in header and name not in index:
+            index[name] = header.index(name)
+    blocks = _ahead(_good_prefix(b) for b in _blocks(handle, pending, report, synthetic))
+    try:
+        with contextlib.closing(blocks):
+            yield from _parse(blocks, report, synthetic, index, len(header), queries)
+    except OSError as exc:  # the disk, not the content
+        report.problem(f"cannot be read ({exc.strerror or exc}); make it a readable regular file")
+
+
+def _parse(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, synthetic: bytes,
+           index: dict[str, int], width: int, queries: Queries) -> Iterator[list[pl.DataFrame]]:
+    """Parse each block with polars and run the queries on its rows (see `aggregate_chunks`).
+
+    A block that polars cannot parse and that holds an odd number of quotes ends inside a quoted
+    cell spanning lines: it is parsed together with the next block. A quote that never closes
+    is a problem after the whole lines before it are counted."""
+    import polars as pl
+
+    last = f"c{width - 1}"
+    wanted = sorted({f"c{i}" for i in index.values()} | {last}, key=lambda c: int(c[1:]))
+    named = [pl.col(ROW), *(pl.col(f"c{i}").alias(name) for name, i in index.items())]
+    first_row = 0  # rows parsed so far: a row's line is ROW + 2 (no profiler cell spans lines)
+
+    def parse(data: bytes) -> tuple[int, list[pl.DataFrame] | None]:
+        """(rows parsed, the queries' results; None when the chunk's rows were all dropped)."""
+        options = {"infer_schema": False, "truncate_ragged_lines": True, "row_index_name": ROW,
+                   "row_index_offset": first_row}
+        # one fused pass; rows whose last cell is empty (short rows, blank lines, or an empty last
+        # column) send the chunk down the careful path
+        rows = pl.scan_csv(data, **options).select(*wanted, ROW).cache()  # parsed once for all the queries
+        suspect = pl.col(last).is_null()
+        counts, *found = pl.collect_all([rows.select(pl.len(), suspect.sum()),
+                                         *queries(rows.filter(~suspect).select(named))])
+        height, suspects = counts.row(0)
+        kept = height - suspects
+        if suspects:
+            frame = pl.read_csv(data, columns=wanted, **options)
+            keep = _drop_short_rows(frame, memoryview(data)[len(synthetic):], last, width, first_row + 2, report)
+            if keep is None:
+                raise _Stop
+            found = pl.collect_all(queries(keep.lazy().select(named))) if keep.height else []
+            kept = keep.height
+        report.rows += kept
+        return height, found if kept else None
+
+    carry = b""  # a block that ends inside a quoted cell spanning lines, to parse with the next one
+    try:
+        for data, damage in blocks:
+            if carry:
+                data, carry = b"".join((synthetic, carry, memoryview(data)[len(synthetic):])), b""
+            if len(data) > len(synthetic):
+                try:
+                    height, found = parse(data)
+                except (pl.exceptions.PolarsError, OverflowError) as exc:
+                    if damage is None and data.count(b'"') % 2:
+                        carry = data[len(synthetic):]
+                        if len(carry) < MAX_LINE_BYTES:
+                            continue
+                        break
+                    report.problem(f"is not a readable CSV file ({str(exc).splitlines()[0][:200]}); re-run "
+                                   "the profiler", line=first_row + 2)
+                    return
+                first_row += height
+                if found is not None:
+                    yield found
+            if damage is not None:
+                report.problem(damage, line=first_row + 2)
+                return
+        if carry:  # the quote never closes: count the whole lines before it, then say so
+            whole = _balanced_prefix(carry)
+            if whole:
+                with contextlib.suppress(pl.exceptions.PolarsError, OverflowError):
+                    height, found = parse(synthetic + carry[:whole])
+                    first_row += height
+                    if found is not None:
+                        yield found
+            report.problem("is not a readable CSV file (a quoted cell never ends); re-run the profiler",
+                           line=first_row + 2)
+    except _Stop:
+        return
+    if report.skipped_rows > 3:
+        report.problem(f"{report.skipped_rows} short rows were skipped in total", severity="warning")
+
+
+class _Stop(Exception):
+    """The careful path found a chunk it cannot read (the problem is in the report)."""
+
+
+def _balanced_prefix(data: bytes) -> int:
+    """The length of the longest run of whole lines at the start of ``data`` that holds an even
+    number of quotes (where a quote that never closes begins)."""
+    best = start = quotes = 0
+    while (end := data.find(b"\n", start)) >= 0:
+        quotes += data.count(b'"', start, end)
+        start = end + 1
+        if quotes % 2 == 0:
+            best = start
+    return best
+
+
+def _blocks(handle: BinaryIO, pending: bytes, report: CsvReadReport, prefix: bytes) -> Iterator[bytes]:
+    """The rest of the file in blocks of whole lines, about `CHUNK_BYTES` each, each after
+    ``prefix`` (one copy of the bytes, the one polars reads). A block may end inside a quoted
+    cell that spans lines; `_parse` then joins it to the next (counting quotes here would cost
+    a pass over every block for what profilers never write)."""
+    while more := handle.read(CHUNK_BYTES):
+        cut = more.rfind(b"\n") + 1
+        if not cut:
+            pending += more
+            if len(pending) > MAX_LINE_BYTES:
+                report.problem(f"has a line over {MAX_LINE_BYTES >> 20} MB (not a profiler row); re-run the "
+                               "profiler")
+                return
+            continue
+        yield b"".join((prefix, pending, memoryview(more)[:cut]))
+        pending = more[cut:]
+    if pending:
+        yield prefix + pending
+
+
+def _read_header(handle: BinaryIO, report: CsvReadReport, required: Sequence[str],
+                 any_of: Sequence[Sequence[str]]) -> bytes | None:
+    """Read and check the header line; return the bytes read past it (None: stop, see report)."""
+    buf = b""
+    while (end := buf.find(b"\n")) < 0:
+        more = handle.read(min(1 << 16, CHUNK_BYTES))
+        if not more:
+            end = len(buf)
+            break
+        buf += more
+        if len(buf) > MAX_LINE_BYTES:
+            report.problem("has no header line (its first line never ends); re-run the profiler", line=1)
+            return None
+    if not buf:
+        report.problem("is empty (no header line); re-run the profiler to regenerate it")
+        return None
+    raw = buf[:end]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        report.problem(_BAD_TEXT, line=1)
+        return None
+    report.header = [clean_cell(c) for c in next(csv.reader([text]), [])]
+    present = set(report.header)
+    missing = [c for c in required if c not in present]
+    missing += [" or ".join(group) for group in any_of if not any(c in present for c in group)]
+    if missing:
+        report.problem(f"lacks the column(s) {', '.join(missing)}; it is not the profiler file helix expected "
+                       "(or it is damaged): re-run the profiler", line=1)
+        return None
+    return buf[end + 1:]
+
+
+def _good_prefix(block: bytes) -> tuple[bytes, str | None]:
+    """The whole lines of ``block`` before its first undecodable byte, and what that damage is
+    (None when there is none)."""
+    if block.isascii():
+        return block, None
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return block[:block.rfind(b"\n", 0, exc.start) + 1], _BAD_TEXT
+    return block, None
+
+
+def _drop_short_rows(frame: pl.DataFrame, block: memoryview, last: str, width: int, line: int,
+                     report: CsvReadReport) -> pl.DataFrame | None:
+    """Rows whose last cell is empty may be short (truncated) or blank lines: re-read this chunk
+    with the csv module to count their cells, drop short and blank rows (a warning for each of
+    the first three short ones, with its line). Most chunks have no such row and skip this."""
+    import polars as pl
+
+    suspects = frame.get_column(last).is_null()
+    if not suspects.any():
+        return frame
+    csv.field_size_limit(MAX_LINE_BYTES)
+    reader = csv.reader(io.StringIO(bytes(block).decode("utf-8"), newline=""))
+    keep: list[bool] = []
+    try:
+        for cells in reader:
+            short = 0 < len(cells) < width
+            if short:
+                report.skipped_rows += 1
+                if report.skipped_rows <= 3:
+                    report.problem(f"row has {len(cells)} of {width} cells (truncated file?); the row was skipped",
+                                   line=line + reader.line_num - 1, severity="warning")
+            keep.append(bool(cells) and not short)
+    except csv.Error as exc:
+        report.problem(f"is not a readable CSV file ({exc}); re-run the profiler", line=line + reader.line_num - 1)
+        return None
+    if len(keep) != frame.height:
+        report.problem("is not a readable CSV file (its quoting is broken); re-run the profiler", line=line)
+        return None
+    return frame.filter(pl.Series(keep, dtype=pl.Boolean))
+
+
+def _ahead(items: Iterator[T]) -> Iterator[T]:
+    """``items``, produced one ahead in a thread: the next block is read and checked while polars
+    (which releases the GIL) parses this one."""
+    import queue
+    import threading
+
+    box: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+    done = object()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        box.put((item, None), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            box.put((done, None))
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
+            box.put((done, exc))
+
+    thread = threading.Thread(target=produce, name="helix-csv-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item, error = box.get()
+            if item is done:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        thread.join()

@@ -140,16 +140,18 @@ def pick_target(rows: list[Hotspot], target_op: str | None) -> tuple[Hotspot | N
     return (rows[0], "inferred") if rows else (None, None)
 
 
-def build_report(profile_dir: Path, target_op: str | None = None, top: int = 5) -> ProfileReport:
+def build_report(profile_dir: Path, target_op: str | None = None, top: int = 5, *,
+                 root: Path | None = None) -> ProfileReport:
     """Build the report for ``profile_dir``: an Ascend layout if one is found, else a
-    torch.profiler Chrome trace. Raises HelixError when neither is there."""
+    torch.profiler Chrome trace. Raises HelixError when neither is there. Every Ascend file is
+    read through the safe reader and must stay inside ``root`` (default: its workspace)."""
     profile_dir = Path(profile_dir)
     if not profile_dir.is_dir():
         raise HelixError(f"profile directory {profile_dir} does not exist; run `helix profile-bench` first "
                          "or pass the folder that holds the profiler output.")
     layout = ascend.find_layout(profile_dir)
     if layout is not None:
-        return _ascend_report(profile_dir, layout, target_op, top)
+        return _ascend_report(profile_dir, layout, target_op, top, root)
     from helix_engine.profile import torch_trace
 
     trace = torch_trace.find_trace(profile_dir)
@@ -159,14 +161,15 @@ def build_report(profile_dir: Path, target_op: str | None = None, top: int = 5) 
                      "mindstudio_profiler_output/ or a torch.profiler trace (*.json). Run `helix profile-bench`.")
 
 
-def _ascend_report(profile_dir: Path, layout: ascend.AscendFiles, target_op: str | None, top: int) -> ProfileReport:
+def _ascend_report(profile_dir: Path, layout: ascend.AscendFiles, target_op: str | None, top: int,
+                   root: Path | None) -> ProfileReport:
     files = {k: (str(getattr(layout, k)) if getattr(layout, k) else None) for k in
              ("op_statistic", "op_summary", "task_time", "api_statistic", "timeline_json")}
     report = ProfileReport(source=layout.mode, backend="npu", profile_dir=str(profile_dir), files=files)
     if layout.op_statistic is None:
         raise HelixError(f"{layout.root} has no op_statistic CSV, the one file a report needs; re-run the "
                          "profiler (a run killed early leaves the folder incomplete).")
-    stats, stat_report = ascend.read_op_statistic(layout.op_statistic)
+    stats, stat_report = ascend.read_op_statistic(layout.op_statistic, root=root)
     errors = [p for p in stat_report.problems if p.severity == "error"]
     if errors:
         raise HelixError(f"{errors[0]}")
@@ -183,7 +186,7 @@ def _ascend_report(profile_dir: Path, layout: ascend.AscendFiles, target_op: str
     pct: dict[str, float] = {}
     cube_util: float | None = None
     if layout.op_summary is not None:
-        inv = ascend.summarize_invocations(layout.op_summary, layout.mode, target.op_type)
+        inv = ascend.summarize_invocations(layout.op_summary, layout.mode, target.op_type, root=root)
         report.problems += [p.to_json() for p in inv.report.problems] if inv.report else []
         d = inv.durations
         report.op_summary = {"count": d.count, "sum_us": round(d.total, 6), "avg_us": round(d.avg, 6) if d.avg else None,
@@ -205,16 +208,16 @@ def _ascend_report(profile_dir: Path, layout: ascend.AscendFiles, target_op: str
     report.operator_type_guess = signals.operator_type_guess(pct, cube_util, core_bucket(target.core_type))
     report.bound_analysis = signals.bound_analysis(pct, cube_util)
     if layout.task_time is not None:
-        timeline, tt_report = ascend.task_timeline(layout.task_time, target.op_type)
+        timeline, tt_report = ascend.task_timeline(layout.task_time, target.op_type, root=root)
         report.task_timeline_signals = timeline
         report.problems += [p.to_json() for p in tt_report.problems]
     if layout.api_statistic is not None:
-        apis, api_report = ascend.read_api_statistic(layout.api_statistic)
+        apis, api_report = ascend.read_api_statistic(layout.api_statistic, root=root)
         report.problems += [p.to_json() for p in api_report.problems]
         report.host_api_signals = {"launch_related_present": any(ascend.LAUNCH_RE.search(a.name) for a in apis),
                                    "top_apis": [a.to_json() for a in apis[:10]]}
     if layout.timeline_json is not None:
-        tracks, problem = ascend.count_tracks(layout.timeline_json)
+        tracks, problem = ascend.count_tracks(layout.timeline_json, root=root)
         report.msprof_timeline_signals = {"stream_like_tracks": tracks}
         if problem:
             report.problems.append(problem.to_json())

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from helix_engine.profile import ascend
-from helix_engine.profile.csvstream import CsvReadReport, iter_rows, to_float
+from helix_engine.profile.csvstream import CsvReadReport, read_table
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "ascend-profiler"
 STANDALONE = FIX / "standalone_real_output"
@@ -97,7 +97,6 @@ def test_msprof_op_summary_tabs_and_na_cells() -> None:
     assert dsa.durations.total == pytest.approx(2.78 + 1.44)
     assert all(r.total == 0.0 for r in dsa.ratios.values())  # every counter N/A → 0
     assert dsa.wait.count == 1  # only waits > 0 count (0 and 728.74)
-    assert to_float("N/A") is None and to_float(" 12.5\t") == 12.5 and to_float("garbage") is None
 
 
 def test_op_statistic_averages_msprof_and_torch_fallback() -> None:
@@ -160,10 +159,10 @@ def test_missing_required_columns_are_named(tmp_path: Path) -> None:
 
 def test_missing_and_empty_files(tmp_path: Path) -> None:
     report = CsvReadReport(tmp_path / "nope.csv")
-    assert list(iter_rows(tmp_path / "nope.csv", report)) == [] and "missing" in report.problems[0].message
+    assert read_table(tmp_path / "nope.csv", report, ["Name"]) is None and "missing" in report.problems[0].message
     (tmp_path / "empty.csv").write_text("")
     report = CsvReadReport(tmp_path / "empty.csv")
-    assert list(iter_rows(tmp_path / "empty.csv", report)) == [] and "empty" in report.problems[0].message
+    assert read_table(tmp_path / "empty.csv", report, ["Name"]) is None and "empty" in report.problems[0].message
     with pytest.raises(ascend.ProfileDataError, match="missing"):
         ascend.op_averages_from_kernel_details(tmp_path / "nope.csv", 5)
 
