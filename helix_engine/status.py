@@ -50,6 +50,7 @@ class OperatorStatus:
     next_step: str | None = None  # ours: the command that moves this workspace on
     promoted_best_round: str = "baseline"  # ours: the promotion rule's current best, or baseline
     promoted_geomean: SpeedupEstimate | None = None  # its geomean vs baseline (ratio of means)
+    noise_margin: str = "default 1%"  # ours: which margin the promotion rule used (helix calibrate)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +72,7 @@ class OperatorStatus:
             "next_step": self.next_step,
             "promoted_best_round": self.promoted_best_round,
             "promoted_geomean": estimate_to_json(self.promoted_geomean),
+            "noise_margin": self.noise_margin,
         }
 
     def round_speedups(self) -> dict[str, float]:
@@ -150,6 +152,7 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
         next_step=next_step(snap),
         promoted_best_round=ev.promotion.best_label,
         promoted_geomean=ev.promotion.best_geomean(),
+        noise_margin=ev.promotion.margin_text or f"default {ev.promotion.noise_margin:.0%}",
     )
 
 
@@ -300,6 +303,8 @@ def summary_line(items: list[OperatorStatus]) -> str:
 def _ours(item: OperatorStatus) -> list[str]:
     """Promoted best, phase and next step, after the upstream lines (80 columns)."""
     lines = _wrap(promoted_text(item)) if item.state != "no-session" else []
+    if item.state != "no-session":
+        lines += _wrap(f"Noise margin: {clean(item.noise_margin)}")
     lines += _wrap(clean(phase_text(item)))
     if item.next_step:
         lines += _wrap(f"Next: {clean(item.next_step)}")

@@ -28,6 +28,7 @@ ACTIONS: tuple[CockpitAction, ...] = (
     CockpitAction("f", "run('profile')", "Profile", "Profile the selected round or baseline into its profile/ folder (a job)"),
     CockpitAction("x", "cancel_job", "Cancel job", "Cancel the job selected in the Jobs pane (SIGTERM, then SIGKILL)"),
     CockpitAction("c", "toggle_against", "Compare parent/baseline", "Compare the round with its parent or with the baseline", "vs"),
+    CockpitAction("K", "calibrate", "Calibrate noise", "A/A run of the baseline against itself: each case's noise floor into .helix/calibration.json, the margin verdicts use (helix calibrate, a job)"),
     CockpitAction("m", "cycle_metric", "Metric", "Switch the compared metric: auto, kernel, total-op, all", "metric"),
     CockpitAction("n", "start_round", "Start round", "Start the next round: strategy, analysis policy, reason", "start"),
     CockpitAction("s", "submit_round", "Submit round", "Write round-state.json and submit the selected round", "submit"),

@@ -75,6 +75,16 @@ class KeyActions:
             return
         self.run_engine(f"cancel {job_id}", actions.cancel_call(self.workspace, job_id))
 
+    def action_calibrate(self: HelixApp) -> None:
+        """`helix calibrate` on the workspace, a job: the baseline against itself (needs baseline/)."""
+        if self.snapshot is None:
+            return
+        if self.snapshot.baseline is None or self.snapshot.baseline.operator_file is None:
+            self.notify("calibrate measures the baseline against itself: prepare the baseline first",
+                        title="calibrate not started", severity="warning", timeout=8)
+            return
+        self.run_engine("calibrate", actions.spawn_call(self.workspace, ["calibrate", "."]))
+
     def action_start_round(self: HelixApp) -> None:
         from helix_tui.screens.forms import StartRoundScreen
 

@@ -61,13 +61,14 @@ def perf_view(snap: WorkspaceSnapshot, key: str, metric: str, against: str) -> P
         base, name = (snap.baseline.perf if snap.baseline else []), BASELINE
     if not base:
         return PerfView(state_key, [], name, note=f"{name} has no perf records to compare with")
-    from helix_engine.perf import compare
+    m = key_round(name)
+    base_file = snap.rounds[m].perf_file if m is not None and m in snap.rounds else \
+        (snap.baseline.perf_file if snap.baseline else None)
+    from helix_engine.perf.filecompare import compare_perf_files
 
-    try:
-        if metric == "all":
-            comparisons = list(compare.compare_all(base, view.perf))
-        else:
-            comparisons = [compare.compare_records(base, view.perf, metric=metric, with_ci=True)]
+    try:  # the engine's compare-perf: calibrated margins, and a paired result's verdicts (judged)
+        comparisons = [c.judged for c in compare_perf_files(base_file or snap.root / name,
+                                                            view.perf_file or view.path, base, view.perf, metric)]
     except Exception as exc:  # noqa: BLE001 - a bad record must not stop the pane
         return PerfView(state_key, [], name, note=f"cannot compare: {exc}")
     return PerfView(state_key, comparisons, name)

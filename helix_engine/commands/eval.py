@@ -82,7 +82,12 @@ def register(sub: Any) -> None:
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE",
                    help=BENCH_MODE_HELP + "; default: the backend's default")
     p.add_argument("--output", type=Path, help="default: <op_stem>_perf.txt beside the operator")
-    p.add_argument("--baseline-operator-file", type=Path)
+    p.add_argument("--baseline-operator-file", type=Path,
+                   help="reference operator: measured in the same job, interleaved (see --unpaired)")
+    p.add_argument("--against", choices=("baseline", "parent", "best"),
+                   help="reference from the workspace: baseline/, the round's parent, or the promoted best round")
+    p.add_argument("--unpaired", dest="paired", action="store_false",
+                   help="reuse the reference's perf file (or bench it first) instead of measuring both in one job")
     p.add_argument("-m", "--metric-source", default="auto", choices=("auto", "kernel", "total-op", "all"))
     p.add_argument("--devices", "--npu-devices", dest="devices", help="device pool, e.g. 0,2,4-7")
     p.add_argument("--skip-latency-errors", "--skip-error", dest="skip_latency_errors", action="store_true")
@@ -93,7 +98,11 @@ def register(sub: Any) -> None:
                        description="Capped bench of baseline and candidate and a likely_gain / "
                        "likely_regression / inconclusive verdict. Run canonical run-bench before any claim.")
     p.add_argument("--operator-file", required=True, type=Path)
-    p.add_argument("--baseline-operator-file", required=True, type=Path)
+    p.add_argument("--baseline-operator-file", type=Path, help="reference operator (or --against)")
+    p.add_argument("--against", choices=("baseline", "parent", "best"),
+                   help="reference from the workspace: baseline/, the round's parent, or the promoted best round")
+    p.add_argument("--unpaired", dest="paired", action="store_false",
+                   help="upstream's probe: a cached baseline probe, then the candidate in its own job")
     p.add_argument("--bench-file", type=Path)
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE", help=BENCH_MODE_HELP)
     p.add_argument("-m", "--metric-source", default="auto", choices=("auto", "kernel", "total-op"))
@@ -103,6 +112,19 @@ def register(sub: Any) -> None:
     p.add_argument("--verbose", action="store_true")
     _common(p)
     p.set_defaults(func=cmd_probe_bench)
+
+    p = sub.add_parser("calibrate", help="measure each case's noise floor: an A/A run of the baseline against itself",
+                       description="Bench the baseline operator against itself, paired in one job, --rounds "
+                       "times, and store each case's noise floor in .helix/calibration.json; verdicts and "
+                       "the promotion rule then use it as the case's margin (never below 1%%).")
+    p.add_argument("workspace", nargs="?", default=".", type=Path)
+    p.add_argument("--cases", help="comma-separated case ids (default: every case)")
+    p.add_argument("--rounds", type=int, default=3, help="A/A rounds, each its own job (default 3)")
+    p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE",
+                   help=BENCH_MODE_HELP + "; default: the baseline perf file's mode")
+    p.add_argument("--devices", "--npu-devices", dest="devices", help="device pool, e.g. 0,2,4-7")
+    _common(p)
+    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("prepare-baseline", help="snapshot the operator into baseline/, test, bench, submit",
                        description="Copy the operator into baseline/, run its test and bench there, "
@@ -166,7 +188,8 @@ def cmd_run_bench(args: argparse.Namespace) -> int:
 
     outcome = run_bench(args.operator_file, args.bench_file, args.bench_mode, args.output, args.backend,
                         _devices(args.devices), args.baseline_operator_file, args.metric_source,
-                        args.skip_latency_errors, on_event=_progress(args))
+                        args.skip_latency_errors, on_event=_progress(args), against=args.against,
+                        paired=args.paired)
     return _report(args, outcome)
 
 
@@ -177,8 +200,23 @@ def cmd_probe_bench(args: argparse.Namespace) -> int:
     outcome = probe_bench(args.operator_file, args.baseline_operator_file, bench_file=args.bench_file,
                           bench_mode=args.bench_mode, metric_source=args.metric_source, backend=args.backend,
                           devices=_devices(args.devices), adaptive=args.adaptive, budget_s=args.budget_s,
-                          verbose=args.verbose, on_event=_progress(args))
+                          verbose=args.verbose, on_event=_progress(args), against=args.against,
+                          paired=args.paired)
     return _report(args, outcome)
+
+
+@_failing_user_code
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from helix_engine.eval.calibrate import calibrate
+
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()] if args.cases else None
+    payload = calibrate(args.workspace, cases=cases, rounds=args.rounds, backend=args.backend,
+                        bench_mode=args.bench_mode, devices=_devices(args.devices), on_event=_progress(args))
+    if args.json:
+        print_json({k: v for k, v in payload.items() if k != "text"})
+    else:
+        print(clean(payload.get("text", ""), multiline=True))
+    return int(payload.get("exit_code", 1))
 
 
 @_failing_user_code

@@ -62,18 +62,10 @@ def run_compare_perf(args: argparse.Namespace) -> int:
     problems = b_problems + c_problems
     comparisons = []
     if not problems:
-        kwargs = {"baseline_name": str(args.baseline), "compare_name": str(args.compare)}
-        if args.metric_source == "all":
-            comparisons = compare.compare_all(
-                baseline, candidate, args.skip_latency_errors, args.with_ci, **kwargs
-            )
-        else:
-            comparisons = [
-                compare.compare_records(
-                    baseline, candidate, args.metric_source, args.skip_latency_errors,
-                    args.with_ci, **kwargs,
-                )
-            ]
+        from helix_engine.perf.filecompare import compare_perf_files
+
+        comparisons = compare_perf_files(args.baseline, args.compare, baseline, candidate, args.metric_source,
+                                         args.skip_latency_errors, args.with_ci)
     passed = not problems and compare.comparisons_passed(comparisons)
     if args.json:
         print_json(

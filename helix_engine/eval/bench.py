@@ -47,6 +47,7 @@ class BenchOutcome:
     job_ids: list[str] = field(default_factory=list)
     message: str | None = None
     output: str = ""
+    paired_file: str | None = None  # <perf stem>.paired.json of a paired run
     text: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -248,11 +249,9 @@ def compare_files(baseline: Path, candidate: Path, metric_source: str, skip: boo
     problems = [str(p) for p in b_problems + c_problems if p.severity == "error"]
     if problems:
         return "FAIL: " + problems[0] + "\n", 1, []
-    kw = {"baseline_name": str(baseline), "compare_name": str(candidate)}
-    if metric_source == "all":
-        comps = compare.compare_all(b, c, skip, True, **kw)
-    else:
-        comps = [compare.compare_records(b, c, metric_source, skip, True, **kw)]
+    from helix_engine.perf.filecompare import compare_perf_files
+
+    comps = compare_perf_files(baseline, candidate, b, c, metric_source, skip)
     rc = 0 if compare.comparisons_passed(comps) else 1
     return compare.format_comparisons(comps), rc, [compare.comparison_to_json(x) for x in comps]
 
@@ -299,8 +298,12 @@ def run_bench(
     skip_latency_errors: bool = False,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     timeout_s: float | None = None,
+    against: str | None = None,
+    paired: bool = True,
 ) -> BenchOutcome:
-    """Benchmark ``operator_file`` (and the baseline first when it has no perf file yet)."""
+    """Benchmark ``operator_file``. With a reference (``baseline_operator_file`` or ``against``
+    baseline|parent|best) both are measured in one job, interleaved (eval/pairedbench.py), unless
+    ``paired`` is False: then the reference's perf file is reused, or benched first, as upstream."""
     if metric_source not in METRIC_SOURCES:
         raise HelixError(f"unknown metric source {metric_source!r}; use one of {', '.join(METRIC_SOURCES)}")
     op, bench = resolve_bench_inputs(operator_file, bench_file)
@@ -309,6 +312,14 @@ def run_bench(
     be = resolve_backend(backend)
     mode = bench_mode_for(be, bench_mode)
     ws = layout.workspace_of(op)
+    from helix_engine.eval.pairedbench import resolve_reference, run_paired_bench
+
+    reference = resolve_reference(op, against, baseline_operator_file)
+    if reference is not None and paired:
+        return run_paired_bench(op, reference, bench, mode, be, ws, output=output, devices=devices,
+                                metric_source=metric_source, skip_latency_errors=skip_latency_errors,
+                                on_event=on_event, timeout_s=timeout_s)
+    baseline_operator_file = reference
     lines: list[str] = []
     job_ids: list[str] = []
     baseline_perf: Path | None = None

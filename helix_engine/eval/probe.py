@@ -94,6 +94,7 @@ class ProbeOutcome:
     elapsed_s: float | None = None
     stable: bool | None = None
     message: str | None = None
+    paired_file: str | None = None  # the paired result of a paired probe (baseline measured in the same job)
     text: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -202,6 +203,8 @@ def _render(out: ProbeOutcome, verbose: bool) -> str:
             lines.append(f"Baseline probe perf: {out.baseline_probe_perf}")
         if out.candidate_probe_perf:
             lines.append(f"Candidate probe perf: {out.candidate_probe_perf}")
+        if out.paired_file:
+            lines.append(f"Paired result: {out.paired_file} (baseline and candidate measured in one job)")
     if out.warnings:
         lines.append("Warnings:")
         lines += [f"  - {w}" for w in out.warnings]
@@ -209,15 +212,24 @@ def _render(out: ProbeOutcome, verbose: bool) -> str:
 
 
 def probe_bench(
-    operator_file: Path | str, baseline_operator_file: Path | str, *, bench_file: Path | str | None = None,
+    operator_file: Path | str, baseline_operator_file: Path | str | None = None, *,
+    bench_file: Path | str | None = None,
     bench_mode: str | None = None, metric_source: str = "auto", backend: str | None = None,
     devices: list[str] | None = None, adaptive: bool = False, budget_s: float = 120.0, verbose: bool = False,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None, against: str | None = None, paired: bool = True,
 ) -> ProbeOutcome:
+    """Probe the candidate against a reference (``baseline_operator_file`` or ``against``). Paired
+    by default: one job measures both, interleaved, and the classification reads that job's two
+    sides; ``paired=False`` is upstream's path (a cached baseline probe, then the candidate)."""
     if metric_source not in ("auto", "kernel", "total-op"):
         raise HelixError(f"probe-bench takes --metric-source auto, kernel or total-op, not {metric_source!r}")
     op = check_file(operator_file, "operator file", "--operator-file")
-    base_op = check_file(baseline_operator_file, "baseline operator", "--baseline-operator-file")
+    from helix_engine.eval.pairedbench import resolve_reference
+
+    found = resolve_reference(op, against, baseline_operator_file)
+    if found is None:
+        raise HelixError("probe-bench needs a reference: give --baseline-operator-file or --against baseline")
+    base_op = found
     bench = check_file(bench_file, "bench file", "--bench-file") if bench_file else find_bench_file(op)
     be = resolve_backend(backend)
     mode = bench_mode_for(be, bench_mode)
@@ -232,6 +244,8 @@ def probe_bench(
     if adaptive:
         return _adaptive(op, base_op, bench, mode, be, ws, devices, caps, metric_source, budget_s,
                          warnings, verbose, on_event)
+    if paired:
+        return _paired(op, base_op, bench, mode, be, ws, devices, caps, metric_source, warnings, verbose, on_event)
     helix = ws / layout.HELIX_DIR
     perf_path, meta_path = helix / "baseline_probe_perf.txt", helix / "baseline_probe_perf.meta.json"
     key = cache_key(base_op, bench, mode, be.name, devices)
@@ -260,6 +274,41 @@ def probe_bench(
         return _fail(out, ev.errors[0], verbose)
     _fill(out, classify([case.speedup for case in ev.cases]), ev.metric_source)
     out.geomean_speedup = ev.geomean_speedup  # the core's number (the classifier's is the same formula)
+    out.text = _render(out, verbose)
+    return out
+
+
+def _paired(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path, devices: list[str] | None,
+            caps: dict[str, int | None], metric: str, warnings: list[str], verbose: bool,
+            on_event: Callable[[dict[str, Any]], None] | None) -> ProbeOutcome:
+    """Baseline and candidate in one job, interleaved (eval/pairedbench.py); the candidate's
+    probe perf file and its paired result go under .helix/, and the classification reads the
+    job's two sides (no baseline cache: a cached baseline is what drifts away from the candidate)."""
+    from helix_engine.eval.pairedbench import collect_paired, paired_model
+    from helix_engine.perf.paired import evaluate_paired, sidecar_path, write_paired
+
+    helix = ws / layout.HELIX_DIR
+    out = ProbeOutcome(0, None, None, warnings=warnings)
+    got = collect_paired(op, base_op, bench, mode, be, ws, devices=devices, caps=caps, on_event=on_event,
+                         kind="probe-bench")
+    if got.run.fatal:
+        return _fail(out, f"the paired probe did not run: {got.run.fatal}", verbose)
+    cand_path = helix / f"candidate_probe_perf.{os.getpid()}.{secrets.token_hex(3)}.txt"
+    refused = promote_records(cand_path, got.run)
+    if refused is not None:
+        return _fail(out, f"the paired probe failed: {refused}", verbose)
+    run = paired_model(got, op, base_op, bench, mode, be.name, cand_path, None)
+    write_paired(sidecar_path(cand_path), run)
+    out.candidate_probe_perf = str(cand_path)
+    out.paired_file = str(sidecar_path(cand_path))
+    from helix_engine.perf.artifact import read_perf
+
+    records, _ = read_perf(cand_path)
+    ev = evaluate_paired(run, records, metric=metric, with_ci=False, sidecar=sidecar_path(cand_path))
+    if ev.errors:
+        return _fail(out, ev.errors[0], verbose)
+    _fill(out, classify([case.speedup for case in ev.cases]), ev.metric_source)
+    out.geomean_speedup = ev.geomean_speedup
     out.text = _render(out, verbose)
     return out
 

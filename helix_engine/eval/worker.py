@@ -82,7 +82,7 @@ def _finite(value: float | None) -> float | None:
 
 
 def _record(case_id: str, harness: Any, mode: str, timing_result: Any, error: str | None,
-            wall_s: float, backend: Any, device_name: str) -> dict[str, Any]:
+            wall_s: float, backend: Any, device_name: str, *, context: dict[str, Any] | None = None) -> dict[str, Any]:
     from helix_engine.eval.timing import METHODS
     from helix_engine.perf.stats import cap_samples, summarize
 
@@ -103,6 +103,8 @@ def _record(case_id: str, harness: Any, mode: str, timing_result: Any, error: st
         record["stats"] = summarize(samples).model_dump(mode="json")
     record.update(method=METHODS.get(mode, mode), device=device_name, backend=backend.name,
                   helix_version=__version__)
+    if context:
+        record["context"] = context
     return record
 
 
@@ -126,6 +128,9 @@ def run_bench(request: dict[str, Any], request_path: Path, backend: Any, events:
         device_name = backend.device_name()
     except Exception:  # noqa: BLE001 - a name is nice to have, never a reason to fail
         device_name = backend.name
+    from helix_engine.perf.context import ContextProbe
+
+    probe = ContextProbe.start(backend)
     fns: dict[str, Any] = {}
     build_errors: dict[str, str] = {}
     failures = CaseFailures()  # each distinct traceback once, the user's frames only
@@ -157,7 +162,8 @@ def run_bench(request: dict[str, Any], request_path: Path, backend: Any, events:
             except Exception as exc:  # noqa: BLE001
                 error = f"{type(exc).__name__}: {exc}"
                 failures.report(case.id, exc)
-        record = _record(case.id, harness, mode, result, error, time.perf_counter() - start, backend, device_name)
+        record = _record(case.id, harness, mode, result, error, time.perf_counter() - start, backend, device_name,
+                         context=probe.now())
         records.append(record)
         events.case_finished(case.id, record)
         events.progress(index + 1, total)
@@ -273,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if request["action"] == "bench":
             result = run_bench(request, request_path, backend, events)
+        elif request["action"] == "paired":
+            from helix_engine.eval.interleave import run_paired
+
+            result = run_paired(request, request_path, backend, events, _time_case, _record)
         elif request["action"] == "adaptive":
             from helix_engine.eval.adaptive import run_adaptive
 

@@ -41,6 +41,7 @@ from helix_engine.perf.formulas import (  # noqa: F401 - re-exported: compare.ge
     geomean_speedup,
     valid_time,
 )
+from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.report import (  # noqa: F401 - re-exported for callers of compare
     MIXED_LINE,
     comparison_to_json,
@@ -310,7 +311,7 @@ def compare_records(
     *,
     baseline_name: str = "baseline",
     compare_name: str = "compare",
-    noise_margin: float = evaluation.DEFAULT_NOISE_MARGIN,
+    noise_margin: float | NoiseMargins = evaluation.DEFAULT_NOISE_MARGIN,
 ) -> RoundEvaluation:
     """compare-perf for one metric source (auto | kernel | total-op). Never raises on data.
 
@@ -331,6 +332,7 @@ def compare_all(
     *,
     baseline_name: str = "baseline",
     compare_name: str = "compare",
+    noise_margin: float | NoiseMargins = evaluation.DEFAULT_NOISE_MARGIN,
 ) -> list[RoundEvaluation]:
     """``-m all``: a kernel section and a total-op section (or one failed pre-check)."""
     problem = check_bench_modes(baseline, candidate, baseline_name, compare_name)
@@ -338,6 +340,6 @@ def compare_all(
         return [RoundEvaluation(requested="all", errors=[problem])]
     return [
         compare_records(baseline, candidate, source, skip_latency_errors, with_ci,
-                        baseline_name=baseline_name, compare_name=compare_name)
+                        baseline_name=baseline_name, compare_name=compare_name, noise_margin=noise_margin)
         for source in ("kernel", "total-op")
     ]

@@ -19,12 +19,14 @@ The promotion rule (perf/promotion.py) and every screen read the typed ``RoundEv
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from helix_engine.perf import stats
+from helix_engine.perf.context import mismatch_warning
 from helix_engine.perf.formulas import avg_improvement_pct, delta_pct, geomean_speedup
+from helix_engine.perf.margins import NoiseMargins, as_margins
 from helix_engine.perf.results import (
     CaseEvaluation,
     CaseProblem,
@@ -149,18 +151,30 @@ class _CaseSamples:
     b: list[float]
     c: list[float]
     dists: dict[str, Any] = field(default_factory=dict)
+    blocks: Sequence[Any] | None = None  # paired blocks (perf/paired.Block): bootstrap whole blocks
 
 
 def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
-               noise_margin: float = DEFAULT_NOISE_MARGIN,
-               ci_statistics: tuple[Statistic, ...] = STATISTICS) -> RoundEvaluation:
+               noise_margin: float | NoiseMargins = DEFAULT_NOISE_MARGIN,
+               ci_statistics: tuple[Statistic, ...] = STATISTICS,
+               blocks: Mapping[str, Sequence[Any]] | None = None) -> RoundEvaluation:
     """Every number of a comparison, from the pairs a rule produced. ``ci_statistics`` limits
-    the bootstrap to the statistics a caller needs (the promotion rule judges the mean only)."""
+    the bootstrap to the statistics a caller needs (the promotion rule judges the mean only).
+
+    ``noise_margin``: one margin for every case, or per-case margins (``helix calibrate``).
+    ``blocks``: latency id → the case's paired blocks (perf/paired.py): the reference and the
+    candidate were measured in one job, interleaved; that case's samples are the blocks' and its
+    intervals resample whole blocks."""
+    margins = as_margins(noise_margin)
     ev = RoundEvaluation(rule=rule, requested=paired.requested, errors=list(paired.errors),
                          skipped=list(paired.skipped), problems=list(paired.problems),
-                         noise_margin=noise_margin)
+                         noise_margin=margins.for_geomean([p.latency_id for p in paired.pairs]),
+                         margin_source=margins.source,
+                         margin_text=margins.describe([p.latency_id for p in paired.pairs]))
     if ev.errors:
         return ev
+    ev.context_warning = mismatch_warning([p.baseline_record for p in paired.pairs if p.baseline_record],
+                                          [p.compare_record for p in paired.pairs if p.compare_record])
     samples: dict[str, _CaseSamples] = {}
     any_samples = False
     for p in paired.pairs:
@@ -169,6 +183,7 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
             delta_pct=delta_pct(p.baseline_us, p.compare_us),
             mean=SpeedupEstimate(statistic="mean", point=p.baseline_us / p.compare_us),
             baseline_display=p.baseline_display, compare_display=p.compare_display,
+            noise_margin=margins.for_case(p.latency_id),
         )
         ev.cases.append(case)
         b_rec, c_rec = p.baseline_record, p.compare_record
@@ -176,9 +191,14 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
         b, c = _usable_samples(b_rec, p.metric), _usable_samples(c_rec, p.metric)
         if b is None or c is None:
             continue
+        case_blocks = _usable_blocks(blocks.get(p.latency_id) if blocks else None)
+        if case_blocks is not None:
+            b = [v for block in case_blocks for v in block.reference]
+            c = [v for block in case_blocks for v in block.candidate]
+            case.n_blocks = len(case_blocks)
         case.n_baseline, case.n_compare = len(b), len(c)
         case.median = SpeedupEstimate(statistic="median", point=stats.median_ratio(b, c))
-        samples[p.latency_id] = _CaseSamples(b, c)
+        samples[p.latency_id] = _CaseSamples(b, c, blocks=case_blocks)
     pairs = [(case.baseline_us, case.compare_us) for case in ev.cases]
     ev.avg_improvement_pct = avg_improvement_pct(pairs)
     geo = geomean_speedup(pairs)
@@ -195,25 +215,48 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
             ev.geomean_median = SpeedupEstimate(
                 statistic="median", point=_geo([c.median.point for c in ev.cases if c.median is not None]))
     if with_ci:
-        _attach_intervals(ev, samples, any_samples, noise_margin, ci_statistics)
+        _attach_intervals(ev, samples, any_samples, ev.noise_margin, ci_statistics)
     return ev
+
+
+def _usable_blocks(found: Sequence[Any] | None) -> Sequence[Any] | None:
+    """A case's paired blocks when there are enough of them, each side's samples finite and
+    resolvable (the same rule as for samples); else None (the case uses its records' samples)."""
+    from helix_engine.perf.paired import MIN_BLOCKS
+
+    if not found or len(found) < MIN_BLOCKS:
+        return None
+    values = [v for block in found for v in (*block.reference, *block.candidate)]
+    if not values or not all(map(math.isfinite, values)) or min(values) < MIN_TIME_US:
+        return None
+    return found
+
+
+def _distribution(found: _CaseSamples, statistic: Statistic) -> Any:
+    if found.blocks is not None:
+        from helix_engine.perf.paired import block_bootstrap
+
+        return block_bootstrap(found.blocks, statistic)
+    return stats.ratio_bootstrap(found.b, found.c, statistic)
 
 
 def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any_samples: bool,
                       noise_margin: float, statistics: tuple[Statistic, ...]) -> None:
-    """Each statistic's bootstrap interval and verdict, per case and for the geomean."""
+    """Each statistic's bootstrap interval and verdict, per case (judged by the case's own
+    margin) and for the geomean (by ``noise_margin``)."""
     for case in ev.cases:
         found = samples.get(case.latency_id)
         if found is None:
             continue
+        margin = case.noise_margin if case.noise_margin is not None else noise_margin
         for statistic in statistics:
-            dist = stats.ratio_bootstrap(found.b, found.c, statistic)
+            dist = _distribution(found, statistic)
             found.dists[statistic] = dist
             sample_point = stats.statistic_of(found.b, statistic) / stats.statistic_of(found.c, statistic)
             if statistic == "mean":
-                case.mean = _estimate("mean", case.mean.point, dist, sample_point, noise_margin)
+                case.mean = _estimate("mean", case.mean.point, dist, sample_point, margin)
             elif case.median is not None:
-                case.median = _estimate("median", case.median.point, dist, sample_point, noise_margin)
+                case.median = _estimate("median", case.median.point, dist, sample_point, margin)
     if not ev.cases:
         return
     if not samples:
@@ -239,9 +282,11 @@ def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any
 
 def evaluate(baseline: Sequence[PerfRecord], candidate: Sequence[PerfRecord], *, rule: Rule = "compare-perf",
              metric: str = "auto", skip_latency_errors: bool = False, with_ci: bool = True,
-             noise_margin: float = DEFAULT_NOISE_MARGIN, baseline_name: str = "baseline",
-             compare_name: str = "compare", ci_statistics: tuple[Statistic, ...] = STATISTICS) -> RoundEvaluation:
-    """``candidate`` against ``baseline`` under ``rule``. Never raises on data."""
+             noise_margin: float | NoiseMargins = DEFAULT_NOISE_MARGIN, baseline_name: str = "baseline",
+             compare_name: str = "compare", ci_statistics: tuple[Statistic, ...] = STATISTICS,
+             blocks: Mapping[str, Sequence[Any]] | None = None) -> RoundEvaluation:
+    """``candidate`` against ``baseline`` under ``rule``. Never raises on data. ``blocks``: the
+    paired blocks of a paired run (see ``from_pairs``)."""
     if rule == "status":
         from helix_engine.workspace.status_rules import pair_for_status
 
@@ -252,7 +297,8 @@ def evaluate(baseline: Sequence[PerfRecord], candidate: Sequence[PerfRecord], *,
 
         paired = pair_records(baseline, candidate, metric, skip_latency_errors,
                               baseline_name=baseline_name, compare_name=compare_name)
-    return from_pairs(paired, rule=rule, with_ci=with_ci, noise_margin=noise_margin, ci_statistics=ci_statistics)
+    return from_pairs(paired, rule=rule, with_ci=with_ci, noise_margin=noise_margin, ci_statistics=ci_statistics,
+                      blocks=blocks)
 
 
 def live_case(baseline: Sequence[PerfRecord], record: dict[str, Any] | PerfRecord,

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from helix_engine.perf import evaluation
+from helix_engine.perf.margins import NoiseMargins, as_margins
 from helix_engine.perf.results import (
     CURRENT_BEST,
     NOT_PROMOTED,
@@ -61,11 +62,12 @@ def beyond_noise(estimate: SpeedupEstimate, margin: float) -> bool:
 
 
 def _judged(ev: RoundEvaluation, baseline: Sequence[PerfRecord], records: Sequence[PerfRecord],
-            metric: str, margin: float) -> RoundEvaluation:
+            metric: str, margin: float | NoiseMargins) -> RoundEvaluation:
     """``ev`` with intervals when its point could pass (an interval contains its point, so a
     point at or below 1 + margin fails either way: no bootstrap is spent on it)."""
     geo = ev.geomean
-    if geo is None or geo.interval is not None or geo.point <= 1.0 + margin:
+    limit = as_margins(margin).for_geomean(case.latency_id for case in ev.cases)
+    if geo is None or geo.interval is not None or geo.point <= 1.0 + limit:
         return ev
     if not ev.cases or any(case.median is None for case in ev.cases):
         return ev  # a case without usable samples on both sides: no interval to compute
@@ -74,10 +76,16 @@ def _judged(ev: RoundEvaluation, baseline: Sequence[PerfRecord], records: Sequen
 
 
 def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
-            noise_margin: float = evaluation.DEFAULT_NOISE_MARGIN) -> Promotion:
-    """Apply the rule to every candidate in round order."""
-    out = Promotion(noise_margin=noise_margin)
-    margin_text = f"the {noise_margin:.0%} noise margin"
+            noise_margin: float | NoiseMargins = evaluation.DEFAULT_NOISE_MARGIN) -> Promotion:
+    """Apply the rule to every candidate in round order. ``noise_margin``: one margin, or the
+    per-case margins of ``helix calibrate`` (a geomean is judged by its cases' mean margin). A
+    comparison with a paired result (``RoundEvaluation.paired``) is judged on the paired one."""
+    margins = as_margins(noise_margin)
+    base_ids = [r.latency_id for r in baseline]
+    overall = margins.for_geomean(base_ids)
+    out = Promotion(noise_margin=overall, margin_source=margins.source, margin_text=margins.describe(base_ids))
+    margin_text = f"the calibrated {overall:.1%} noise margin" if margins.source == "calibrated" \
+        else f"the {overall:.0%} noise margin"
     best: Candidate | None = None
     for cand in sorted(candidates, key=lambda c: c.number):
         n = cand.number
@@ -86,12 +94,16 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
             why = cand.why_not or (ev.errors[0] if ev is not None and ev.errors else "no comparison with the baseline")
             out.rounds[n] = RoundPromotion(round=n, status=NOT_PROMOTED, reason=why)
             continue
-        ev = _judged(ev, baseline, cand.records, cand.metric, noise_margin)
+        if ev.paired is not None and ev.paired.geomean is not None:
+            ev = ev.paired  # measured beside the baseline in one job: drift is out of its interval
+        else:
+            ev = _judged(ev, baseline, cand.records, cand.metric, margins)
         assert ev.geomean is not None
+        base_margin = margins.for_geomean(case.latency_id for case in ev.cases)
         vs_base = ev.geomean
         basis: Basis = "interval" if vs_base.interval is not None else "point"
-        if not beyond_noise(vs_base, noise_margin):
-            slower = vs_base.point < 1.0 - noise_margin
+        if not beyond_noise(vs_base, base_margin):
+            slower = vs_base.point < 1.0 - base_margin
             out.rounds[n] = RoundPromotion(
                 round=n, status=NOT_PROMOTED, vs_baseline=vs_base, basis=basis,
                 reason=(f"geomean {_text(vs_base)} vs baseline is "
@@ -104,8 +116,8 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
             best = cand
             continue
         vs = evaluation.evaluate(best.records, cand.records, rule="status", metric=cand.metric, with_ci=False,
-                                 noise_margin=noise_margin)
-        vs = _judged(vs, best.records, cand.records, cand.metric, noise_margin)
+                                 noise_margin=margins)
+        vs = _judged(vs, best.records, cand.records, cand.metric, margins)
         vs_best = vs.geomean
         if vs_best is None:
             reason = f"faster than the baseline ({_text(vs_base)}) but not comparable with round-{best.number}"
@@ -114,7 +126,7 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
             continue
         if vs_best.interval is None:
             basis = "point"
-        if beyond_noise(vs_best, noise_margin):
+        if beyond_noise(vs_best, margins.for_geomean(case.latency_id for case in vs.cases)):
             old = out.rounds[best.number]
             out.rounds[best.number] = old.model_copy(update={
                 "status": VALIDATED, "reason": f"{old.reason}; superseded by round-{n}"})

@@ -66,18 +66,38 @@ def _estimate_text(estimate: SpeedupEstimate) -> str:
             f"{estimate.verdict}")
 
 
+def pairing_line(comparison: Comparison) -> str | None:
+    """The sentence that says a comparison's verdicts come from a paired run."""
+    pairing = comparison.judged.pairing
+    if pairing is None:
+        return None
+    job = f" (job {clean(pairing.job_id)})" if pairing.job_id else ""
+    return (f"Paired: the reference {clean(pairing.reference_operator)} was measured in the same job{job}, "
+            "interleaved in ABBA/BAAB blocks; the intervals and verdicts below compare with it.")
+
+
 def format_ci_lines(comparison: Comparison) -> list[str]:
     """Our confidence lines (each ≤ 80 columns unless an id alone is longer): per statistic, each
-    case's point with its own interval and verdict, then the geomean's."""
+    case's point with its own interval and verdict, then the geomean's; the margin the verdicts
+    used; a warning when the two sides were measured apart. With a paired result, these lines
+    are the paired comparison's (``judged``) and say so."""
     if comparison.errors or not comparison.cases:
         return []
+    judged = comparison.judged
+    if judged.errors or not judged.cases:
+        judged = comparison
+    paired = judged.pairing is not None
     lines: list[str] = []
+    line = pairing_line(judged) if paired else None
+    if line:
+        lines.append(line)
+    how = "bootstrap over paired blocks" if paired else "bootstrap"
     for statistic in ("mean", "median"):
-        rows = [(clean(case.latency_id), getattr(case, statistic)) for case in comparison.cases]
+        rows = [(clean(case.latency_id), getattr(case, statistic)) for case in judged.cases]
         rows = [(lid, est) for lid, est in rows if est is not None and est.interval is not None]
         if not rows:
             continue
-        lines.append(f"Speedup 95% CI (bootstrap, {STATISTIC_LABEL[statistic]}):")
+        lines.append(f"Speedup 95% CI ({how}, {STATISTIC_LABEL[statistic]}):")
         for latency_id, estimate in rows:
             detail = _estimate_text(estimate)
             line = f"  {latency_id}: {detail}"
@@ -85,12 +105,18 @@ def format_ci_lines(comparison: Comparison) -> list[str]:
                 lines.extend([f"  {latency_id}:", f"    {detail}"])
             else:
                 lines.append(line)
-    for estimate in (comparison.geomean, comparison.geomean_median):
+    for estimate in (judged.geomean, judged.geomean_median):
         if estimate is not None and estimate.interval is not None:
-            lines.append(f"Geomean speedup 95% CI ({STATISTIC_LABEL[estimate.statistic]}): "
-                         f"{_estimate_text(estimate)}")
-    if comparison.ci_note:
+            label = f"paired, {STATISTIC_LABEL[estimate.statistic]}" if paired else STATISTIC_LABEL[estimate.statistic]
+            lines.append(f"Geomean speedup 95% CI ({label}): {_estimate_text(estimate)}")
+    if any(case.mean.interval is not None for case in judged.cases) and judged.margin_text:
+        lines.append(f"Noise margin: {clean(judged.margin_text)}")
+    if judged.ci_note:
+        lines.append(judged.ci_note)
+    elif comparison.ci_note and comparison is not judged:
         lines.append(comparison.ci_note)
+    if judged.context_warning:
+        lines.append(clean(judged.context_warning))
     return lines
 
 
@@ -116,7 +142,14 @@ def comparison_to_json(comparison: Comparison) -> dict[str, object]:
     """The ``--json`` form of one comparison (ours; upstream has no JSON for compare-perf).
 
     ``speedup`` and ``geomean_speedup`` are upstream's numbers (ratio of means); each
-    ``speedup_*``/``geomean_*`` object is one statistic with its own interval and verdict."""
+    ``speedup_*``/``geomean_*`` object is one statistic with its own interval and verdict.
+    ``paired``: the same comparison from a paired run, which the verdicts use."""
+    out = _comparison_json(comparison)
+    out["paired"] = _comparison_json(comparison.paired) if comparison.paired is not None else None
+    return out
+
+
+def _comparison_json(comparison: Comparison) -> dict[str, object]:
     return {
         "requested": comparison.requested,
         "metric_source": comparison.metric_source,
@@ -140,6 +173,8 @@ def comparison_to_json(comparison: Comparison) -> dict[str, object]:
                 "speedup_mean": estimate_to_json(case.mean),
                 "speedup_median": estimate_to_json(case.median),
                 "samples": {"baseline": case.n_baseline, "compare": case.n_compare},
+                "blocks": case.n_blocks,
+                "noise_margin": case.noise_margin,
             }
             for case in comparison.cases
         ],
@@ -153,6 +188,10 @@ def comparison_to_json(comparison: Comparison) -> dict[str, object]:
             "confidence": stats.DEFAULT_CONFIDENCE,
             "resamples": stats.DEFAULT_RESAMPLES,
             "noise_margin": comparison.noise_margin,
+            "margin_source": comparison.margin_source,
+            "margin": comparison.margin_text,
             "note": comparison.ci_note,
         },
+        "pairing": comparison.pairing.model_dump(mode="json") if comparison.pairing is not None else None,
+        "context_warning": comparison.context_warning,
     }

@@ -78,6 +78,8 @@ class CaseEvaluation(_Result):
     compare_display: str = ""
     n_baseline: int = 0  # samples used for the intervals (0: none)
     n_compare: int = 0
+    n_blocks: int = 0  # paired blocks the intervals resampled (0: not a paired comparison)
+    noise_margin: float | None = None  # the margin this case's verdicts used
 
     @property
     def speedup(self) -> float:
@@ -85,8 +87,22 @@ class CaseEvaluation(_Result):
         return self.mean.point
 
 
+class Pairing(_Result):
+    """Where a paired comparison came from: one job measured both sides, interleaved in blocks."""
+
+    sidecar: str | None = None  # the ``*.paired.json`` file
+    reference_operator: str
+    reference_sha256: str | None = None
+    job_id: str | None = None
+    design: str = ""
+
+
 class RoundEvaluation(_Result):
-    """A candidate's perf records against a reference's, under one rule and metric choice."""
+    """A candidate's perf records against a reference's, under one rule and metric choice.
+
+    ``paired``: the same comparison from a paired run (reference measured beside the candidate in
+    one job); when present, verdicts and promotion read it (``judged``), and the outer numbers stay
+    upstream's (the two perf files)."""
 
     rule: Rule = "compare-perf"
     requested: str
@@ -100,11 +116,21 @@ class RoundEvaluation(_Result):
     skipped: list[str] = Field(default_factory=list)
     problems: list[CaseProblem] = Field(default_factory=list)
     ci_note: str | None = None
-    noise_margin: float = 0.01
+    noise_margin: float = 0.01  # the geomean's margin (the mean of its cases' margins)
+    margin_source: Literal["default", "calibrated"] = "default"
+    margin_text: str | None = None  # e.g. "default 1%", "calibrated per case (1.0%-2.4%, …)"
+    context_warning: str | None = None  # the two sides were measured apart (perf/context.py)
+    pairing: Pairing | None = None  # set on a paired comparison
+    paired: RoundEvaluation | None = None
 
     @property
     def geomean_speedup(self) -> float | None:
         return self.geomean.point if self.geomean is not None else None
+
+    @property
+    def judged(self) -> RoundEvaluation:
+        """The comparison verdicts rest on: the paired one when there is one."""
+        return self.paired if self.paired is not None else self
 
     @property
     def passed(self) -> bool:
@@ -129,6 +155,8 @@ class Promotion(_Result):
     noise_margin: float
     rounds: dict[int, RoundPromotion] = Field(default_factory=dict)
     best_round: int | None = None
+    margin_source: Literal["default", "calibrated"] = "default"
+    margin_text: str | None = None  # e.g. "default 1%", "calibrated per case (1.0%-2.4%, …)"
 
     @property
     def best_label(self) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from helix_engine.perf import evaluation
 from helix_engine.perf.evaluation import Metric, Pair, Paired
+from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.promotion import Candidate, promote
 from helix_engine.perf.results import Promotion, RoundEvaluation
 from helix_engine.workspace.models import PerfRecord, Problem, RoundView
@@ -221,11 +222,12 @@ def compare_with_baseline(
     baseline_file: str,
     round_file: str,
     with_ci: bool = False,
+    noise_margin: float | NoiseMargins = evaluation.DEFAULT_NOISE_MARGIN,
 ) -> RoundResult:
     """The status rule's comparison of one round with the baseline (numbers from the core)."""
     pairing = pair_for_status(baseline, candidate, metric, round_name=round_name,
                               baseline_file=baseline_file, round_file=round_file)
-    comp = evaluation.from_pairs(pairing.paired, rule="status", with_ci=with_ci)
+    comp = evaluation.from_pairs(pairing.paired, rule="status", with_ci=with_ci, noise_margin=noise_margin)
     if pairing.refused:
         return RoundResult(comp, False, pairing.warnings, pairing.problems)
     if not with_ci:
@@ -359,10 +361,12 @@ class Evaluation:
 
 
 def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] | None = None,
-             noise_margin: float = evaluation.DEFAULT_NOISE_MARGIN) -> Evaluation:
+             noise_margin: float | NoiseMargins | None = None) -> Evaluation:
     """Apply the upstream status rules to a loaded snapshot (``metric`` = the ``-m`` value), then
     the promotion rule. ``statuses`` overrides workflow statuses (submit-round records round N's
-    outcome before .helix/state.json says it)."""
+    outcome before .helix/state.json says it). ``noise_margin`` None: the workspace's margins
+    (``helix calibrate``'s, else 1%). A round whose perf file has a current paired result against
+    the baseline operator (``*.paired.json``) is judged on it."""
     extra = snap.extra
     warnings: list[str] = list(extra.get("baseline_warnings", []))
     problems: list[Problem] = []
@@ -372,6 +376,10 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] |
     baseline = snap.baseline
     base_records = baseline.perf if baseline is not None else []
     base_file = _shown_file(snap, baseline.perf_file if baseline is not None else None, "baseline")
+    if noise_margin is None:
+        from helix_engine.perf.calibration import margins_for
+
+        noise_margin = margins_for(snap.root, base_records)
     results: dict[int, RoundResult] = {}
     skipped: dict[int, str] = {}
     notes = extra.get("round_state_notes", {})
@@ -394,7 +402,13 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] |
             continue
         result = compare_with_baseline(base_records, view.perf, chosen, round_name=view.name,
                                        baseline_file=base_file,
-                                       round_file=_shown_file(snap, view.perf_file, view.name))
+                                       round_file=_shown_file(snap, view.perf_file, view.name),
+                                       noise_margin=noise_margin)
+        if result.comparison is not None and view.perf_file is not None and baseline is not None:
+            from helix_engine.perf.paired import attach_paired
+
+            attach_paired(result.comparison, view.perf_file, baseline.operator_file, view.perf,
+                          workspace=snap.root, noise_margin=noise_margin, ci_statistics=("mean",))
         results[n] = result
         warnings += result.warnings
         if not result.comparable:
@@ -434,7 +448,8 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] |
 
 
 def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], skipped: dict[int, str],
-             base_records: list[PerfRecord], statuses: dict[int, str], noise_margin: float) -> Promotion:
+             base_records: list[PerfRecord], statuses: dict[int, str],
+             noise_margin: float | NoiseMargins) -> Promotion:
     """The promotion rule over every round: eligible when the status rules compared it and no
     submit-round failed it."""
     candidates: list[Candidate] = []

@@ -120,6 +120,10 @@ class PerfPane(Vertical):
                 lines.append(f" · skipped {len(c.skipped)}", style="yellow")
             if c.ci_note:
                 lines.append(f" · {clean(c.ci_note)}", style="dim")
+            if c.pairing is not None:
+                lines.append(" · paired: measured in one job with the reference", style="dim")
+            if c.context_warning:
+                lines.append(f"\n{clean(c.context_warning)}", style="yellow")
             if any(d.baseline_display.startswith("NA") or d.compare_display.startswith("NA") for d in c.cases):
                 lines.append(" · t: total-op time (no kernel time)", style="dim")
             lines.append("\n")

@@ -52,6 +52,7 @@ def test_text_block_matches_upstream(folder: Path, capsys: pytest.CaptureFixture
         "  Warning: numeric best round != logged best. computed speedup: 1.49x; logged\n"
         "    speedup: 1.16x\n"
         "  Promoted best: round-2, geomean speedup (ratio of means) 1.49x\n"  # ours, after upstream's
+        "  Noise margin: default 1%\n"  # ours: which margin the promotion rule used
         "  Phase: awaiting_round_start, no active round\n"
         "  Next: helix start-round --round-dir opt-round-3 ... (see start-round -h)\n"
         "Summary: 1 ok, 0 warning, 0 no-session workspaces; 1 warning above\n"  # ours after "workspaces"

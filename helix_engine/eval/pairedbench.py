@@ -1,0 +1,218 @@
+"""Parent side of a paired bench: ``run-bench`` with a reference measures both in one job.
+
+``--baseline-operator-file PATH`` or ``--against baseline|parent|best`` names the reference; one
+job (one device) runs the worker's ``paired`` action (eval/interleave.py). The canonical perf file
+gets the candidate's records exactly as an unpaired run writes them (upstream keys first), and
+``<perf stem>.paired.json`` beside it keeps both sides' samples in measurement order with their
+block ids, the reference operator's path and sha256, and the reference's records
+(perf/paired.PairedRun). compare-perf, status and the cockpit then judge the candidate on those
+blocks. The same failed-run rule holds: nothing is written unless the job completed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine.errors import HelixError
+from helix_engine.eval.bench import BenchRun, ending, refusal
+from helix_engine.eval.jobrun import (
+    check_file,
+    finished_records,
+    round_name_of,
+    run_worker,
+)
+from helix_engine.workspace import layout
+
+AGAINST: tuple[str, ...] = ("baseline", "parent", "best")
+
+
+# --------------------------------------------------------------------------- the reference
+
+
+def resolve_reference(operator_file: Path, against: str | None,
+                      baseline_operator_file: Path | str | None) -> Path | None:
+    """The reference operator file for ``--baseline-operator-file`` or ``--against``, or None."""
+    if baseline_operator_file and against:
+        raise HelixError("give either --baseline-operator-file or --against, not both")
+    if baseline_operator_file:
+        return check_file(baseline_operator_file, "baseline operator", "--baseline-operator-file")
+    if against is None:
+        return None
+    if against not in AGAINST:
+        raise HelixError(f"--against takes {', '.join(AGAINST)}, not {against!r}")
+    from helix_engine.workspace.snapshot import load_workspace
+
+    op = Path(operator_file).resolve()
+    ws = layout.workspace_of(op)
+    snap = load_workspace(ws)
+    base = snap.baseline.operator_file if snap.baseline is not None else None
+    n = layout.round_number(op.parent.name)
+    if against == "baseline":
+        return _existing(base, "the baseline operator (baseline/<op>.py)", "run `helix prepare-baseline` first")
+    if n is None:
+        raise HelixError(f"--against {against} compares a round: {op} is not in an opt-round-N folder; use "
+                         "--against baseline or --baseline-operator-file")
+    if against == "parent":
+        parent = _parent_of(snap, n)
+        if parent is None:
+            raise HelixError(f"opt-round-{n} records no parent (no parent_round in its round-state.json or in "
+                             ".helix/state.json); use --against baseline or --baseline-operator-file")
+        m = layout.parse_round_ref(parent)
+        if m is None:
+            return _existing(base, "the baseline operator (baseline/<op>.py)", "run `helix prepare-baseline` first")
+        view = snap.rounds.get(m)
+        return _existing(view.operator_file if view else None, f"opt-round-{m}'s operator",
+                         f"opt-round-{m} has no operator file")
+    best = snap.promotion.best_round if snap.promotion is not None else None
+    if best == n:
+        raise HelixError(f"opt-round-{n} is the promoted best round itself; compare it with --against parent "
+                         "or --against baseline")
+    if best is None:
+        return _existing(base, "the baseline operator (no round is promoted, so the best is the baseline)",
+                         "run `helix prepare-baseline` first")
+    view = snap.rounds.get(best)
+    return _existing(view.operator_file if view else None, f"opt-round-{best}'s operator (the promoted best)",
+                     f"opt-round-{best} has no operator file")
+
+
+def _existing(path: Path | None, what: str, fix: str) -> Path:
+    if path is None or not Path(path).is_file():
+        raise HelixError(f"cannot find {what}; {fix}")
+    return Path(path).resolve()
+
+
+def _parent_of(snap: Any, n: int) -> str | None:
+    """The round's parent: round-state.json's parent_round, else the one start-round recorded."""
+    view = snap.rounds.get(n)
+    if view is not None and view.state is not None:
+        return str(view.parent or "baseline")
+    wf = snap.workflow
+    entry = wf.rounds.get(str(n)) if wf is not None else None
+    recorded = getattr(entry, "parent_round", None) if entry is not None else None
+    return str(recorded) if recorded else None
+
+
+# ------------------------------------------------------------------------------ the job
+
+
+@dataclass
+class PairedCollect:
+    """What one paired job returned: the candidate's run (canonical records), the reference's."""
+
+    run: BenchRun
+    reference: BenchRun
+    cases: list[dict[str, Any]] = field(default_factory=list)
+    job_id: str | None = None
+
+
+def collect_paired(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws: Path, *,
+                   devices: list[str] | None = None, case_ids: list[str] | None = None,
+                   caps: dict[str, int | None] | None = None,
+                   on_event: Callable[[dict[str, Any]], None] | None = None, timeout_s: float | None = None,
+                   kind: str = "run-bench") -> PairedCollect:
+    """Run the worker's ``paired`` action as one job (one device of the pool)."""
+    request = {"action": "paired", "operator_file": str(op), "reference_operator_file": str(ref_op),
+               "bench_file": str(bench), "bench_mode": mode, "case_ids": case_ids, **(caps or {})}
+    run = run_worker(ws, kind, request, backend=be, cwd=bench.parent, device_pool=devices,
+                     round_name=round_name_of(op), on_event=on_event, timeout_s=timeout_s)
+    endings = [ending(run)]
+    result = run.result or {}
+    if isinstance(result.get("records"), list) and isinstance(result.get("reference_records"), list):
+        return PairedCollect(BenchRun(result["records"], [run.job.id], run.output, job_endings=endings),
+                             BenchRun(result["reference_records"], [run.job.id], run.output, job_endings=endings),
+                             list(result.get("paired_cases") or []), run.job.id)
+    fatal = run.failure_text() if run.result is not None or not finished_records(run) else None
+    partial = finished_records(run)
+    return PairedCollect(BenchRun(partial, [run.job.id], run.output, fatal, endings),
+                         BenchRun([], [run.job.id], run.output, fatal, endings), [], run.job.id)
+
+
+def paired_model(collect: PairedCollect, op: Path, ref_op: Path, bench: Path, mode: str, backend: str,
+                 perf_path: Path, ref_perf: Path | None) -> Any:
+    """The sidecar for a completed paired job whose candidate records are in ``perf_path``."""
+    from helix_engine.perf.artifact import record_from_json
+    from helix_engine.perf.context import now_iso
+    from helix_engine.perf.paired import OperatorRef, PairedCase, PairedRun, sha256_of
+
+    return PairedRun(
+        candidate=OperatorRef(path=str(op), sha256=sha256_of(op)),
+        reference=OperatorRef(path=str(ref_op), sha256=sha256_of(ref_op)),
+        bench_file=str(bench), bench_mode=mode, backend=backend, job_id=collect.job_id, created_at=now_iso(),
+        perf_file=str(perf_path), perf_sha256=sha256_of(perf_path),
+        reference_perf_file=str(ref_perf) if ref_perf is not None else None,
+        reference_records=[record_from_json(r) for r in collect.reference.records],
+        cases=[PairedCase.model_validate(c) for c in collect.cases],
+    )
+
+
+def reference_usable(collect: PairedCollect) -> bool:
+    """The reference's records may become its perf file (the run completed, every case measured)."""
+    from helix_engine.eval.bench import case_errored
+
+    return refusal(collect.reference) is None and not any(case_errored(r) for r in collect.reference.records)
+
+
+# --------------------------------------------------------------------------- run-bench
+
+
+def run_paired_bench(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws: Path, *,
+                     output: Path | str | None = None, devices: list[str] | None = None,
+                     metric_source: str = "auto", skip_latency_errors: bool = False,
+                     on_event: Callable[[dict[str, Any]], None] | None = None,
+                     timeout_s: float | None = None) -> Any:
+    """``run-bench`` with a reference, paired: upstream's lines (``Baseline perf file:``, ``Perf
+    file:``, the compare-perf block), then where the paired result is."""
+    from helix_engine.eval.bench import (
+        BenchOutcome,
+        case_error_lines,
+        case_errored,
+        compare_files,
+        promote_records,
+    )
+    from helix_engine.eval.jobrun import round_timing
+    from helix_engine.perf.paired import sidecar_path, write_paired
+
+    ref_perf = layout.perf_path_for(ref_op)
+    with round_timing(ws, "run_bench"):
+        got = collect_paired(op, ref_op, bench, mode, be, ws, devices=devices, on_event=on_event,
+                             timeout_s=timeout_s)
+    run = got.run
+    base = {"bench_mode": mode, "backend": be.name, "job_ids": run.job_ids, "output": run.output,
+            "baseline_perf_file": str(ref_perf)}
+    if run.fatal is not None:
+        return BenchOutcome(1, None, records=run.records, message=run.fatal,
+                            text=f"FAIL: the bench did not run: {run.fatal}", **base)
+    lines: list[str] = []
+    if not ref_perf.is_file():  # as upstream: the reference without a perf file gets one
+        ref_refused = promote_records(ref_perf, got.reference)
+        if ref_refused is not None:
+            return BenchOutcome(1, None, records=run.records, message=ref_refused,
+                                text=f"FAIL: baseline bench: {ref_refused}", **base)
+    lines.append(f"Baseline perf file: {ref_perf}")
+    perf_path = Path(output).expanduser().resolve() if output else layout.perf_path_for(op)
+    refused = promote_records(perf_path, run)
+    if refused is not None:
+        lines += [f"FAIL: {refused}", *case_error_lines(run.records)]
+        if run.output.strip():
+            lines.append(run.output.rstrip())
+        return BenchOutcome(1, None, records=run.records, message=refused, text="\n".join(lines), **base)
+    sidecar = sidecar_path(perf_path)
+    write_paired(sidecar, paired_model(got, op, ref_op, bench, mode, be.name, perf_path, ref_perf))
+    rc = 1 if any(case_errored(r) for r in run.records) else 0
+    lines.append(f"Perf file: {perf_path}")
+    outcome = BenchOutcome(rc, str(perf_path), records=run.records, paired_file=str(sidecar), **base)
+    if rc != 0:
+        lines += case_error_lines(run.records)
+        if run.output.strip():
+            lines.append(run.output.rstrip())
+    text, compare_rc, comps = compare_files(ref_perf, perf_path, metric_source, skip_latency_errors)
+    lines.append(text.rstrip("\n"))
+    outcome.comparison, outcome.comparison_text, outcome.exit_code = comps, text, compare_rc
+    blocks = sorted({len({s.get("block") for s in c.get("slots", [])}) for c in got.cases})
+    lines.append(f"Paired result: {sidecar} (candidate and reference measured in one job, "
+                 f"{'/'.join(map(str, blocks)) or 0} blocks per case)")
+    outcome.text = "\n".join(lines)
+    return outcome

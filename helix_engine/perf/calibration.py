@@ -1,0 +1,172 @@
+"""``.helix/calibration.json``: each case's noise floor on this box, measured by ``helix calibrate``.
+
+Why: a fixed 1% margin is too tight on a noisy box (an A/A run of one operator against itself then
+reads "faster" or "slower") and needlessly loose on a quiet one. ``helix calibrate`` runs the
+baseline against itself, paired in one job, ``rounds`` times (separate jobs), and stores per case
+the noise floor (as a fraction: 0.023 = 2.3%): how far an A/A point strays from 1.0, both between
+jobs (the largest distance of a round's point) and within one (the median half-width of the
+rounds' 95% intervals, which estimates the 95th percentile of one point's error). The evaluation
+core then uses max(1%, floor) as the case's margin of practical equivalence (perf/margins.py).
+
+The margins apply only to comparisons measured the way the calibration was: same backend, bench
+mode and device; otherwise the default 1% is used and the margin line says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from helix_engine.perf.margins import DEFAULT_MARGIN, NoiseMargins, canonical_id
+from helix_engine.perf.results import RoundEvaluation
+from helix_engine.workspace.models import MeasurementContext, PerfRecord
+
+CALIBRATION_FILE = "calibration.json"
+SHOWN_PATH = ".helix/calibration.json"
+METHOD = ("noise floor = the larger of (a) the largest distance from 1.0 of an A/A round's paired ratio of "
+          "means and (b) the median half-width of the rounds' 95% block-bootstrap intervals (both in log "
+          "space, as a fraction); margin = max(1%, floor)")
+
+
+class CaseNoise(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    latency_id: str
+    noise_floor: float  # fraction
+    margin: float  # max(1%, noise_floor): what verdicts use
+    points: list[float] = Field(default_factory=list)  # the A/A ratio of means of each round
+    intervals: list[tuple[float, float]] = Field(default_factory=list)
+    blocks: int = 0  # blocks per round
+
+
+class Calibration(BaseModel):
+    """``.helix/calibration.json`` (schema_version 1)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    schema_version: Literal[1] = 1
+    created_at: str
+    baseline_operator: str
+    baseline_operator_sha256: str | None = None
+    bench_file: str
+    bench_mode: str
+    backend: str
+    device: str | None = None
+    rounds: int
+    job_ids: list[str] = Field(default_factory=list)
+    method: str = METHOD
+    context: MeasurementContext | None = None
+    cases: dict[str, CaseNoise] = Field(default_factory=dict)  # canonical latency id → noise
+
+
+def path_for(workspace: Path) -> Path:
+    from helix_engine.workspace import layout
+
+    return Path(workspace) / layout.HELIX_DIR / CALIBRATION_FILE
+
+
+def load(workspace: Path) -> tuple[Calibration | None, str | None]:
+    """The workspace's calibration, and why one that exists cannot be used (None, None: none)."""
+    from helix_engine.workspace.reading import read_text_safe
+
+    path = path_for(workspace)
+    if not path.is_file():
+        return None, None
+    text, problem = read_text_safe(path, Path(workspace))
+    if text is None:
+        return None, f"{SHOWN_PATH} is unreadable ({problem.message if problem else 'empty'})"
+    try:
+        return Calibration.model_validate_json(text), None
+    except (ValidationError, ValueError):
+        return None, f"{SHOWN_PATH} is not a calibration; run `helix calibrate` again"
+
+
+def write(workspace: Path, calibration: Calibration) -> Path:
+    from helix_engine.workspace.files import atomic_write_text
+
+    path = path_for(workspace)
+    atomic_write_text(path, calibration.model_dump_json(indent=1) + "\n")
+    return path
+
+
+def _distance(value: float) -> float:
+    """How far a ratio lies from 1.0, as a fraction, symmetric in log space (0.98 and 1.0204…
+    are both 2%)."""
+    return math.exp(abs(math.log(value))) - 1.0 if value > 0 and math.isfinite(value) else math.inf
+
+
+def case_noise(rounds: Sequence[RoundEvaluation]) -> dict[str, CaseNoise]:
+    """Per case, the noise floor over the A/A rounds (each a paired evaluation of the baseline
+    against itself); cases without an interval in some round are left out."""
+    out: dict[str, CaseNoise] = {}
+    ids = [c.latency_id for c in rounds[0].cases] if rounds else []
+    for lid in ids:
+        points: list[float] = []
+        intervals: list[tuple[float, float]] = []
+        blocks = 0
+        for ev in rounds:
+            case = next((c for c in ev.cases if c.latency_id == lid), None)
+            if case is None or case.mean.interval is None:
+                break
+            points.append(case.mean.point)
+            intervals.append((case.mean.interval.low, case.mean.interval.high))
+            blocks = case.n_blocks
+        else:
+            if not points:
+                continue
+            half_widths = sorted((math.log(hi) - math.log(lo)) / 2 for lo, hi in intervals)
+            median_hw = half_widths[len(half_widths) // 2] if len(half_widths) % 2 else \
+                (half_widths[len(half_widths) // 2 - 1] + half_widths[len(half_widths) // 2]) / 2
+            floor = max(max(_distance(p) for p in points), math.exp(median_hw) - 1.0)
+            out[canonical_id(lid)] = CaseNoise(latency_id=lid, noise_floor=floor,
+                                               margin=max(DEFAULT_MARGIN, floor), points=points,
+                                               intervals=intervals, blocks=blocks)
+    return out
+
+
+def _mismatch(cal: Calibration, records: Sequence[PerfRecord]) -> str | None:
+    """Why the calibration does not describe how ``records`` were measured, or None."""
+    measured = [r for r in records if r.bench_mode or r.backend]
+    if not measured:
+        return None
+    r = measured[0]
+    if r.bench_mode and r.bench_mode != cal.bench_mode:
+        return f"{SHOWN_PATH} was measured with bench mode {cal.bench_mode}, these files with {r.bench_mode}"
+    if r.backend and r.backend != cal.backend:
+        return f"{SHOWN_PATH} was measured on the {cal.backend} backend, these files on {r.backend}"
+    if r.device and cal.device and r.device != cal.device:
+        return f"{SHOWN_PATH} was measured on {cal.device}, these files on {r.device}"
+    return None
+
+
+def margins_for(workspace: Path | None, records: Sequence[PerfRecord] = ()) -> NoiseMargins:
+    """The margins for comparing ``records`` (either side) in ``workspace``: calibrated per case
+    when its calibration matches how they were measured, else the default 1% (``note`` says why)."""
+    if workspace is None:
+        return NoiseMargins()
+    cal, why = load(workspace)
+    if cal is None:
+        return NoiseMargins(note=why)
+    mismatch = _mismatch(cal, records)
+    if mismatch is not None:
+        return NoiseMargins(note=f"not calibrated: {mismatch}")
+    return NoiseMargins(per_case={k: v.margin for k, v in cal.cases.items()}, source="calibrated",
+                        file=SHOWN_PATH)
+
+
+def workspace_of_file(path: Path) -> Path | None:
+    """The workspace a perf file lies in (its folder, or the folder above baseline/ or a round),
+    when that folder holds a ``.helix/`` folder."""
+    from helix_engine.workspace import layout
+
+    folder = Path(path).resolve().parent
+    candidates = [folder.parent, folder] if (folder.name == layout.BASELINE_DIR
+                                             or layout.round_number(folder.name) is not None) else [folder]
+    for ws in candidates:
+        if (ws / layout.HELIX_DIR).is_dir():
+            return ws
+    return None
