@@ -99,11 +99,13 @@ def close_matches(word: str, choices: Sequence[str]) -> list[str]:
 
 
 def unknown_command_message(word: str) -> str:
-    """The sentence for ``helix WORD`` when WORD is no subcommand: what it probably meant."""
+    """The sentence for ``helix WORD`` when WORD is no subcommand: what it probably meant, then
+    helix's command list (an agent reading the error needs no second call to find the name)."""
     names = sorted(command_names())
     guess = close_matches(word, names)
     hint = ("did you mean " + " or ".join(f"`helix {g}`" for g in guess) + "? ") if guess else ""
-    return f"{clean(word)!r} is not a helix command; {hint}`helix --help` lists every command"
+    return (f"{clean(word)!r} is not a helix command; {hint}`helix --help` lists every command: "
+            + ", ".join(names))
 
 
 def _unknown_flags_message(parser: argparse.ArgumentParser, extra: list[str]) -> str:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from helix_engine.commands import compat
 from helix_engine.console import print_json
 from helix_engine.errors import HelixError
 from helix_engine.sanitize import clean
@@ -52,11 +54,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser("run-test", help="run the operator's test in a job and check accuracy",
-                       description="Run a standalone or differential test for an operator (in a job "
-                       "child) and judge accuracy with accuracy mode npu-contract (upstream's NPU "
-                       "thresholds, on every backend) or dtype-close.")
+def _run_test_arguments(p: argparse.ArgumentParser) -> None:
+    """run-test's flags, shared by its sibling-skill aliases (run-test-baseline|convert|optimize)."""
     p.add_argument("--operator-file", required=True, type=Path)
     p.add_argument("--test-file", type=Path, help="default: test_<op>.py / differential_test_<op>.py")
     ref = p.add_mutually_exclusive_group()
@@ -71,8 +70,23 @@ def register(sub: Any) -> None:
                    "line names the mode used")
     p.add_argument("--case-id", help="run one differential case, in memory (no .pt written)")
     p.add_argument("--verbose", action="store_true", help="keep [WARNING] lines")
+    p.add_argument("-o", "--output", dest="report_file", type=Path, metavar="FILE",
+                   help="also write the printed result (text, or JSON with --json) to FILE")
+    compat.add_remote_flags(p)
     _common(p)
-    p.set_defaults(func=cmd_run_test)
+
+
+def register(sub: Any) -> None:
+    run_test_names = {"run-test": ("run the operator's test in a job and check accuracy", False),
+                      **compat.RUN_TEST_SIBLINGS}
+    for name, (help_text, _) in run_test_names.items():
+        p = sub.add_parser(name, help=help_text,
+                           description="Run a standalone or differential test for an operator (in a job "
+                           "child) and judge accuracy with accuracy mode npu-contract (upstream's NPU "
+                           "thresholds, on every backend) or dtype-close."
+                           + ("" if name == "run-test" else f" {name} is the sibling skill's name: {help_text}."))
+        _run_test_arguments(p)
+        p.set_defaults(func=cmd_run_test, sibling=None if name == "run-test" else name)
 
     p = sub.add_parser("run-bench", help="benchmark the operator in a job and write <op>_perf.txt",
                        description="Benchmark every case of the bench harness and write the perf "
@@ -81,7 +95,7 @@ def register(sub: Any) -> None:
     p.add_argument("--bench-file", type=Path, help="default: bench_<op>.py")
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE",
                    help=BENCH_MODE_HELP + "; default: the backend's default")
-    p.add_argument("--output", type=Path, help="default: <op_stem>_perf.txt beside the operator")
+    p.add_argument("-o", "--output", type=Path, help="default: <op_stem>_perf.txt beside the operator")
     p.add_argument("--baseline-operator-file", type=Path,
                    help="reference operator: measured in the same job, interleaved (see --unpaired)")
     p.add_argument("--against", choices=("baseline", "parent", "best"),
@@ -91,6 +105,8 @@ def register(sub: Any) -> None:
     p.add_argument("-m", "--metric-source", default="auto", choices=("auto", "kernel", "total-op", "all"))
     p.add_argument("--devices", "--npu-devices", dest="devices", help="device pool, e.g. 0,2,4-7")
     p.add_argument("--skip-latency-errors", "--skip-error", dest="skip_latency_errors", action="store_true")
+    compat.add_job_verbose(p)
+    compat.add_remote_flags(p)
     _common(p)
     p.set_defaults(func=cmd_run_bench)
 
@@ -110,6 +126,7 @@ def register(sub: Any) -> None:
     p.add_argument("--adaptive", action="store_true", help="sample in batches until the verdict is stable")
     p.add_argument("--budget-s", type=float, default=120.0, help="time budget of --adaptive (seconds)")
     p.add_argument("--verbose", action="store_true")
+    compat.add_remote_flags(p)
     _common(p)
     p.set_defaults(func=cmd_probe_bench)
 
@@ -169,6 +186,10 @@ def _report(args: argparse.Namespace, outcome: Any) -> int:
         print_json(outcome.to_json())
     else:
         print(clean(outcome.text, multiline=True))
+    if getattr(args, "report_file", None) is not None:
+        shown = json.dumps(outcome.to_json(), indent=2, ensure_ascii=False, default=str) if args.json \
+            else clean(outcome.text, multiline=True)
+        compat.write_report_copy(args.report_file, shown)
     return int(outcome.exit_code)
 
 
@@ -176,6 +197,7 @@ def _report(args: argparse.Namespace, outcome: Any) -> int:
 def cmd_run_test(args: argparse.Namespace) -> int:
     from helix_engine.eval.test import run_test
 
+    compat.check_sibling_reference(args)
     outcome = run_test(args.operator_file, args.test_file, args.test_mode, args.ref_operator_file,
                        args.ref_result, args.accuracy_mode, args.case_id, args.backend, args.verbose,
                        on_event=_progress(args))
@@ -190,6 +212,9 @@ def cmd_run_bench(args: argparse.Namespace) -> int:
                         _devices(args.devices), args.baseline_operator_file, args.metric_source,
                         args.skip_latency_errors, on_event=_progress(args), against=args.against,
                         paired=args.paired)
+    shown = (outcome.output or "").strip()
+    if args.verbose and not args.json and shown and shown not in outcome.text:
+        print(clean(outcome.output, multiline=True).rstrip())
     return _report(args, outcome)
 
 

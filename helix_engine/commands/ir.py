@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from helix_engine.commands import compat
 from helix_engine.console import print_json
 from helix_engine.sanitize import clean
 
@@ -24,6 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     cap.add_argument("--case-id", default=None, help="bench case to run (default: the first)")
     cap.add_argument("--backend", default=None, choices=("auto", "npu", "cuda", "cpu"))
     cap.add_argument("--json", action="store_true")
+    compat.add_job_verbose(cap)
+    compat.add_remote_flags(cap)
     cap.set_defaults(func=_capture)
 
     ls = isub.add_parser("list-stages", help="stages in pipeline order (or by size/lines/interesting)")
@@ -181,6 +184,8 @@ def _capture(args: argparse.Namespace) -> int:
     if args.json:
         print_json(outcome)
         return int(outcome.get("return_code", 1))
+    if args.verbose and outcome.get("job_ids"):
+        print(compat.job_output(args.operator_file, [str(j) for j in outcome["job_ids"]]))
     print(f"Return code: {outcome['return_code']}")
     print(f"IR directory: {clean(outcome['ir_dir'])}")
     if outcome.get("label"):

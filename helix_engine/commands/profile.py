@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from helix_engine.commands import compat
 from helix_engine.console import print_json
 from helix_engine.sanitize import clean
 
@@ -35,8 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     bench.add_argument("--bench-file", type=Path, default=None, help="default: bench_<op>.py beside the operator")
     bench.add_argument("--out", type=Path, default=None, help="profile folder (default: <operator dir>/profile)")
     bench.add_argument("--backend", default=None, choices=("auto", "npu", "cuda", "cpu"))
+    bench.add_argument("--target-op", default=None,
+                       help="exact op/kernel name the report explains (default: largest total time)")
     bench.add_argument("--top", type=int, default=5)
     bench.add_argument("--json", action="store_true")
+    compat.add_job_verbose(bench)
+    compat.add_remote_flags(bench)
     bench.set_defaults(func=_profile_bench)
 
 
@@ -59,13 +64,15 @@ def _profile_bench(args: argparse.Namespace) -> int:
     try:
         outcome = profile_bench(
             operator_file=args.operator_file, case_id=args.case_id, bench_file=args.bench_file,
-            out_dir=args.out, backend=args.backend, top=args.top,
+            out_dir=args.out, backend=args.backend, top=args.top, target_op=args.target_op,
         )
     except UserCodeError as exc:
         return user_code_failure(args, exc)
     if args.json:
         print_json(outcome.to_json())
         return outcome.return_code
+    if args.verbose and outcome.job_id:
+        print(compat.job_output(args.operator_file, [outcome.job_id]))
     print(f"Return code: {outcome.return_code}")
     shown = clean(outcome.profile_dir) if outcome.profile_dir else "none (a failed profile keeps no folder)"
     print(f"Profile directory: {shown}")

@@ -52,8 +52,10 @@ class ProfileOutcome:
 
 def profile_bench(operator_file: Path, case_id: str, bench_file: Path | None = None, out_dir: Path | None = None,
                   backend: str | None = None, top: int = 5,
-                  on_event: Callable[[dict[str, Any]], None] | None = None) -> ProfileOutcome:
-    """Profile ``case_id`` of the operator's bench harness and build the report."""
+                  on_event: Callable[[dict[str, Any]], None] | None = None,
+                  target_op: str | None = None) -> ProfileOutcome:
+    """Profile ``case_id`` of the operator's bench harness and build the report (of
+    ``target_op`` when given, else of the op with the largest total time)."""
     from helix_engine.eval.backends import select_backend
     from helix_engine.profile.report import build_report
 
@@ -90,7 +92,7 @@ def profile_bench(operator_file: Path, case_id: str, bench_file: Path | None = N
         staging.discard(staged)
         return ProfileOutcome(1, None, be.name, None, f"the profile ran but cannot be kept: {exc}", done.job.id)
     try:
-        report = build_report(run_dir, top=top)
+        report = build_report(run_dir, target_op=target_op, top=top)
     except HelixError as exc:
         return ProfileOutcome(1, run_dir, be.name, None, f"the profile ran but cannot be read: {exc}", done.job.id)
     return ProfileOutcome(0, run_dir, be.name, report, None, done.job.id)
