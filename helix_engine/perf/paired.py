@@ -53,7 +53,7 @@ def block_order(block: int) -> tuple[Side, ...]:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
 
 class PairedSlot(_Model):
@@ -206,9 +206,9 @@ def _weighted_medians(samples: Any, owner: Any, weights: Any) -> Any:
         w = weights[start:start + _MEDIAN_CHUNK][:, bs]
         cum = np.cumsum(w, axis=1)
         half = cum[:, -1] / 2.0
-        low = np.argmax(cum >= half[:, None], axis=1)
+        low = np.argmax(cum >= half[:, None] - 1e-9, axis=1)
+        high = np.argmax(cum > half[:, None] + 1e-9, axis=1)  # the next sample that is counted
         exact = np.isclose(cum[np.arange(len(low)), low], half)  # even total: average the two middles
-        high = np.minimum(low + 1, len(xs) - 1)
         out[start:start + len(low)] = np.where(exact, (xs[low] + xs[high]) / 2.0, xs[low])
     return out
 

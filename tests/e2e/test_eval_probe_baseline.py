@@ -26,9 +26,10 @@ def _cpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_probe_lines_cache_and_candidate_copy(tmp_path: Path) -> None:
+    """Upstream's probe (--unpaired): a cached baseline probe, then the candidate."""
     ws = make_ws(tmp_path, "softmax")
     slow = add_operator(ws, "softmax_slow", "baseline/softmax.py")
-    out = probe_bench(ws / "softmax.py", slow, verbose=True)
+    out = probe_bench(ws / "softmax.py", slow, verbose=True, paired=False)
     assert out.exit_code == 0, out.text
     lines = out.text.splitlines()
     assert lines[0].removeprefix("Probe classification: ") in VERDICTS
@@ -45,10 +46,10 @@ def test_probe_lines_cache_and_candidate_copy(tmp_path: Path) -> None:
     assert not (ws / "softmax_perf.txt").exists()  # a probe never overwrites the canonical perf file
     meta = json.loads((ws / ".helix" / "baseline_probe_perf.meta.json").read_text())
     assert meta["key"]["measurement_profile"] == "probe" and meta["key"]["bench_mode"] == "perf-counter"
-    again = probe_bench(ws / "softmax.py", slow, verbose=True)
+    again = probe_bench(ws / "softmax.py", slow, verbose=True, paired=False)
     assert "Baseline cache: hit" in again.text.splitlines()
     slow.write_text(slow.read_text() + "\n# edited\n")
-    third = probe_bench(ws / "softmax.py", slow, verbose=True)
+    third = probe_bench(ws / "softmax.py", slow, verbose=True, paired=False)
     assert "Cache miss reason: key changed: baseline_operator_sha256" in third.text.splitlines()
     assert not (ws / ".helix" / "baseline_probe_perf.lock").exists()
     jobs = assert_jobs_settled(ws)

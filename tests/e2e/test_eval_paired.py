@@ -1,0 +1,123 @@
+"""Paired run-bench and helix calibrate end to end on the CPU backend (real Triton interpreter jobs)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helix_engine.cli import main
+from helix_engine.eval.bench import run_bench
+from helix_engine.perf.calibration import Calibration
+from helix_engine.perf.paired import PairedRun
+from helix_engine.workspace.models import UPSTREAM_PERF_KEYS
+from tests.e2e._eval_ws import add_operator, assert_jobs_settled, make_ws
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_BACKEND", "cpu")
+
+
+def upstream_records(text: str) -> list[dict]:
+    """Read a perf file the way upstream's compare-perf does (spec upstream-eval §3-4): one compact
+    JSON object a line, the upstream keys first and in order, typed as upstream expects."""
+    out = []
+    for line in text.splitlines():
+        assert ", " not in line and '": ' not in line  # compact separators
+        data = json.loads(line)
+        assert list(data)[: len(UPSTREAM_PERF_KEYS)] == list(UPSTREAM_PERF_KEYS)
+        assert isinstance(data["case_label"], str) and isinstance(data["bench_mode"], str)
+        for key in ("kernel_avg_time_us", "total_op_avg_time_us"):
+            assert data[key] is None or isinstance(data[key], float)
+        assert data["ops"] is None or all(set(op) == {"op_type", "avg_time_us"} for op in data["ops"])
+        out.append(data)
+    return out
+
+
+def test_paired_run_bench_writes_the_perf_file_and_the_interleaved_result(tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    ws = make_ws(tmp_path, "softmax")
+    slow = add_operator(ws, "softmax_slow", "baseline/softmax.py")
+    out = run_bench(ws / "softmax.py", against="baseline")
+    assert out.exit_code == 0, out.text
+    (job,) = assert_jobs_settled(ws)  # one job measured both
+    lines = out.text.splitlines()
+    assert lines[:3] == [f"Baseline perf file: {ws / 'baseline' / 'softmax_perf.txt'}",
+                         f"Perf file: {ws / 'softmax_perf.txt'}", "Perf comparison:"]
+    assert any(line.startswith("Paired: the reference ") for line in lines)
+    assert "Speedup 95% CI (bootstrap over paired blocks, ratio of means):" in lines
+    assert lines[-1].startswith(f"Paired result: {ws / 'softmax_perf.paired.json'} ")
+    # the canonical file: upstream's format, the candidate's numbers, each record's context
+    records = upstream_records((ws / "softmax_perf.txt").read_text())
+    assert [r["case_label"] for r in records] == ["fp32_4x64", "fp32_8x32"]
+    assert all(r["kernel_names"] == ["softmax_kernel"] and r["error_message"] is None for r in records)
+    ctx = records[0]["context"]
+    assert ctx["device_id"] == "cpu" and ctx["host"] and ctx["time"].endswith("Z") and "load_avg" in ctx
+    assert upstream_records((ws / "baseline" / "softmax_perf.txt").read_text())[0]["kernel_names"] == [
+        "softmax_slow_kernel"]
+    # the paired result: reference path and sha256, slots in measurement order, ABBA then BAAB
+    run = PairedRun.model_validate_json((ws / "softmax_perf.paired.json").read_text())
+    assert run.reference.path == str(slow) and run.reference.sha256 == hashlib.sha256(slow.read_bytes()).hexdigest()
+    assert run.job_id == job.id and run.perf_sha256 == hashlib.sha256((ws / "softmax_perf.txt").read_bytes()).hexdigest()
+    for case, rec in zip(run.cases, records, strict=True):
+        blocks = sorted({s.block for s in case.slots})
+        assert len(blocks) >= 3 and [s.block for s in case.slots] == [b for b in blocks for _ in range(4)]
+        for b in blocks:
+            sides = [s.side[0].upper() for s in case.slots if s.block == b]
+            assert "".join(sides) == ("RCCR" if b % 2 == 0 else "CRRC")
+        assert all(len(s.samples_us) == case.block_reps for s in case.slots)
+        candidate = [v for s in case.slots if s.side == "candidate" for v in s.samples_us]
+        assert rec["samples_us"] == pytest.approx(candidate)  # the perf file holds the candidate's samples
+    # compare-perf reads the paired result beside the compared file
+    assert main(["compare-perf", "--baseline", str(ws / "baseline" / "softmax_perf.txt"),
+                 "--compare", str(ws / "softmax_perf.txt")]) == 0
+    text = capsys.readouterr().out
+    assert "Speedup 95% CI (bootstrap over paired blocks, ratio of means):" in text
+    assert "Warning: the two sides" not in text  # one job: same time, host, device and load
+
+
+def test_calibrate_writes_the_noise_floor_that_a_later_comparison_uses(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    ws = make_ws(tmp_path, "add")
+    (ws / "baseline").mkdir()
+    shutil.copy(ws / "add.py", ws / "baseline" / "add.py")
+    assert main(["calibrate", str(ws), "--rounds", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("Calibration: 2 case(s), 2 A/A round(s) of baseline/add.py against itself")
+    cal = Calibration.model_validate_json((ws / ".helix" / "calibration.json").read_text())
+    assert set(cal.cases) == {"latency-n256", "latency-n1000"} and cal.rounds == 2 and len(cal.job_ids) == 2
+    assert all(c.margin >= 0.01 and len(c.points) == 2 for c in cal.cases.values())
+    assert cal.bench_mode == "perf-counter" and cal.backend == "cpu" and cal.context is not None
+    assert {j.kind for j in assert_jobs_settled(ws)} == {"calibrate"}
+    out = run_bench(ws / "add.py", against="baseline")
+    assert out.exit_code in (0, 1), out.text
+    margin = [line for line in out.text.splitlines() if line.startswith("Noise margin: ")]
+    assert margin == [f"Noise margin: calibrated per case ({_span(cal)}, .helix/calibration.json)"]
+
+
+def _span(cal: Calibration) -> str:
+    low, high = min(c.margin for c in cal.cases.values()), max(c.margin for c in cal.cases.values())
+    return f"{low:.1%}" if abs(high - low) < 5e-4 else f"{low:.1%}-{high:.1%}"
+
+
+def test_paired_probe_measures_both_in_one_job_without_a_baseline_cache(tmp_path: Path) -> None:
+    from helix_engine.eval.probe import probe_bench
+
+    ws = make_ws(tmp_path, "softmax")
+    add_operator(ws, "softmax_slow", "baseline/softmax.py")
+    out = probe_bench(ws / "softmax.py", against="baseline", verbose=True)
+    assert out.exit_code == 0, out.text
+    lines = out.text.splitlines()
+    assert lines[0] == "Probe classification: likely_gain"  # the slow baseline does 3x the memory passes
+    assert out.paired_file is not None and f"Paired result: {out.paired_file} " in out.text
+    run = PairedRun.model_validate_json(Path(out.paired_file).read_text())
+    assert run.perf_file == out.candidate_probe_perf and len(run.reference_records) == 2
+    (job,) = assert_jobs_settled(ws)
+    assert job.kind == "probe-bench" and run.job_id == job.id
+    assert not (ws / ".helix" / "baseline_probe_perf.txt").exists() and not (ws / "softmax_perf.txt").exists()
