@@ -7,7 +7,8 @@ Figures (medians; references measured in the same run):
     process that only imports textual;
   * live latency: an append to the selected round's attempts.md until the attempts pane shows
     it (watchfiles → reload → message → widget), vs the 300 ms the issue allows;
-  * resident memory (ru_maxrss) of the cold-start process, vs a process that imports textual.
+  * peak resident memory of the cold-start process, measured from outside (`_measure.run`: GNU
+    time, not the ru_maxrss a child inherits from this process), vs a process that imports textual.
 """
 
 from __future__ import annotations
@@ -15,22 +16,24 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _path in (REPO, REPO / "benchmarks"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+import _measure
 
 ROUNDS, CASES, REPEATS = 200, 20, 5
 LATENCY_TARGET_S = 0.3
 SIZE = (160, 48)
 
 _COLD = r"""
-import asyncio, json, resource, sys, time
+import asyncio, json, sys, time
 t0 = time.perf_counter()
 from helix_tui.app import HelixApp
 t_import = time.perf_counter() - t0
@@ -40,28 +43,23 @@ async def main():
         while not (app.snapshot is not None and app.main.query_one("#tree").nodes_by_key):
             await asyncio.sleep(0.002)
         paint = time.perf_counter() - t0
-        print(json.dumps({"import": t_import, "paint": paint,
-                          "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}), flush=True)
+        print(json.dumps({"import": t_import, "paint": paint}), flush=True)
 asyncio.run(main())
 """
 
 _TEXTUAL = r"""
-import json, resource, time
+import json, time
 t0 = time.perf_counter()
 import textual.app, textual.widgets
-print(json.dumps({"import": time.perf_counter() - t0,
-                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}), flush=True)
+print(json.dumps({"import": time.perf_counter() - t0}), flush=True)
 """
 
 
-def _python(code: str, *args: str) -> tuple[dict, float]:
-    """Run ``code`` in a fresh interpreter; (its JSON line, wall seconds of the whole process)."""
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True, timeout=120)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"benchmark child failed: {proc.stderr.strip()[-800:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1]), wall
+def _python(code: str, *args: str) -> tuple[dict, float, float]:
+    """Run ``code`` in a fresh interpreter; (its JSON line, wall seconds of the whole process,
+    its peak RSS in MiB measured from outside)."""
+    got = _measure.run([sys.executable, "-c", code, *args], cwd=REPO, timeout=120)
+    return json.loads(got.stdout.strip().splitlines()[-1]), got.wall_s, got.peak_mib
 
 
 async def _first_paint(ws: Path) -> float:
@@ -111,7 +109,7 @@ def run() -> list[dict]:
         textual_runs = [_python(_TEXTUAL) for _ in range(REPEATS)]
         textual_import = statistics.median(r[0]["import"] for r in textual_runs)
         textual_wall = statistics.median(r[1] for r in textual_runs)
-        textual_rss = statistics.median(r[0]["maxrss_kb"] for r in textual_runs) / 1024
+        textual_rss = statistics.median(r[2] for r in textual_runs)
         rows.append({"benchmark": "cockpit", "figure": "import textual.app + widgets (fresh process)",
                      "value": textual_import, "unit": "s", "compare_to": None, "ratio": None,
                      "note": "the floor every Textual app pays; reference for the figures below"})
@@ -131,15 +129,16 @@ def run() -> list[dict]:
         cold_runs = [_python(_COLD, str(ws)) for _ in range(REPEATS)]
         cold_wall = statistics.median(r[1] for r in cold_runs)
         cold_import = statistics.median(r[0]["import"] for r in cold_runs)
-        cold_rss = statistics.median(r[0]["maxrss_kb"] for r in cold_runs) / 1024
+        cold_rss = statistics.median(r[2] for r in cold_runs)
         rows.append({"benchmark": "cockpit", "figure": f"cold start to painted tree, {ROUNDS} rounds (fresh "
                      "process, interpreter start included)", "value": cold_wall, "unit": "s",
                      "compare_to": "python -c 'import textual' (fresh process)", "ratio": cold_wall / textual_wall,
                      "note": f"of which importing helix_tui.app: {cold_import:.3f} s; no torch/triton imported"})
-        rows.append({"benchmark": "cockpit", "figure": f"resident memory after first paint, {ROUNDS} rounds "
-                     "(ru_maxrss)", "value": cold_rss, "unit": "MiB",
+        rows.append({"benchmark": "cockpit", "figure": f"peak resident memory to first paint, {ROUNDS} rounds "
+                     "(fresh process, measured from outside)", "value": cold_rss, "unit": "MiB",
                      "compare_to": "python + textual imported", "ratio": cold_rss / textual_rss,
-                     "note": f"textual alone: {textual_rss:.1f} MiB"})
+                     "note": f"textual alone: {textual_rss:.1f} MiB; "
+                     f"{_measure.run([sys.executable, '-c', 'pass']).method}; {_measure.load_average()}"})
 
         latencies = asyncio.run(_latencies(ws, 2 * REPEATS))
         latency = statistics.median(latencies)

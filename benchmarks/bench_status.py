@@ -1,108 +1,201 @@
-"""`helix status` on a generated 200-round, 20-case workspace.
+"""`helix status --json` against the upstream tool, measured side by side in the same run.
 
-Figures (each the median of 5 runs, after one warm-up):
-  * `python3 -m helix_engine status --json` end to end (a fresh process: imports + load + print),
-  * the imports alone (the CLI parser plus the status modules, as `helix status` loads them),
-  * `load_workspace` in process,
-  * `reload` after one round's perf file changes (vs the full load, measured in the same run).
-The upstream figures (0.38 s for `helix status` on the same kind of workspace, 0.27 s of it
-imports) are the ones quoted in issue 2; they are constants here, not re-measured.
+Workspaces of 10, 200, 1000 and 2000 rounds (20 cases a round) are generated
+(`tests.builders.generate_large_workspace`). The upstream tool is installed from its tarball
+into its own virtual environment (`_peer.upstream_helix`) and runs ``helix status -i WS
+--format json`` (it has no ``--json``); helix runs ``helix status WS --json`` (the console
+script beside this interpreter). Each command is a fresh process measured from outside
+(`_measure.run`: wall time, CPU time, peak RSS by GNU time), the two sides interleaved
+(helix, upstream, helix, upstream …) ``REPEATS`` times per size; figures are medians with
+min–max. Both outputs must be JSON naming the same best round.
+
+Rows: wall time and peak RSS per size (ratio helix / upstream), cost per round (the slope of
+the median wall time between consecutive sizes), the imports alone (fresh processes), and
+``reload`` after one perf file at 1000 rounds vs a full ``load_workspace`` (in process).
+The box is shared and small: figures are noisy; each note gives the load average.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+for path in (REPO, HERE):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
-UPSTREAM_STATUS_S = 0.38  # issue 2: upstream `helix status` on a 200-round, 20-case workspace
-UPSTREAM_IMPORTS_S = 0.27  # issue 2: of which imports
-ROUNDS, CASES, REPEATS = 200, 20, 5
-ISSUE_NOTE = "reference is the figure quoted in issue 2, not re-measured here"
+import _measure
+import _peer
+
+CASES = 20
+SIZES = (10, 200, 1000, 2000)
+REPEATS = {10: 5, 200: 5, 1000: 5, 2000: 3}
+RELOAD_ROUNDS = 1000
 
 
-def _median(fn: Callable[[], object], repeats: int = REPEATS) -> tuple[float, float]:
-    """Median wall time and median CPU time (this process + children, user + sys)."""
-    fn()  # warm-up: page cache, .pyc files
-    walls, cpus = [], []
+def _repeats(size: int) -> int:
+    return int(os.environ.get("HELIX_BENCH_STATUS_REPEATS", REPEATS.get(size, 3)))
+
+
+def _sizes() -> tuple[int, ...]:
+    """HELIX_BENCH_STATUS_SIZES=10,50 for a quick run."""
+    given = os.environ.get("HELIX_BENCH_STATUS_SIZES", "")
+    return tuple(int(x) for x in given.split(",") if x.strip()) or SIZES
+
+
+def helix_status_argv(ws: Path) -> list[str]:
+    script = _measure.which_python_script("helix", sys.executable)
+    head = [script] if script else [sys.executable, "-m", "helix_engine"]
+    return [*head, "status", str(ws), "--json"]
+
+
+def _best_round(stdout: str) -> str | None:
+    data = json.loads(stdout)
+    ops = data.get("operators") or [{}]
+    return ops[0].get("best_round")
+
+
+def measure_size(ws: Path, upstream: Path, repeats: int) -> dict[str, Any]:
+    """Interleaved fresh-process runs of both tools on one workspace."""
+    sides: dict[str, list[_measure.Run]] = {"helix": [], "upstream": []}
+    argv = {"helix": helix_status_argv(ws), "upstream": [str(upstream), "status", "-i", str(ws), "--format", "json"]}
+    for command in argv.values():  # warm-up: page cache and .pyc files, not counted
+        _measure.run(command, cwd=ws.parent)
     for _ in range(repeats):
-        cpu0, wall0 = _cpu(), time.perf_counter()
+        for name, runs in sides.items():
+            runs.append(_measure.run(argv[name], cwd=ws.parent))
+    best = {name: _best_round(runs[-1].stdout) for name, runs in sides.items()}
+    return {"runs": sides, "best": best, "argv": argv, "load": _measure.load_average()}
+
+
+def _median(runs: list[_measure.Run], attr: str) -> float:
+    return statistics.median(getattr(r, attr) for r in runs)
+
+
+def size_rows(size: int, got: dict[str, Any]) -> list[dict[str, Any]]:
+    helix, upstream = got["runs"]["helix"], got["runs"]["upstream"]
+    agree = "both name " + str(got["best"]["helix"]) if got["best"]["helix"] == got["best"]["upstream"] else (
+        f"DISAGREE on best round: helix {got['best']['helix']}, upstream {got['best']['upstream']}")
+    common = (f"{len(helix)} interleaved fresh processes each after a warm-up; {got['load']}; "
+              f"peak RSS by {helix[0].method}; {agree}")
+    wall_h, wall_u = _median(helix, "wall_s"), _median(upstream, "wall_s")
+    rss_h, rss_u = _median(helix, "peak_mib"), _median(upstream, "peak_mib")
+    cpu = ""
+    if helix[0].cpu_s is not None:
+        cpu = f"; CPU median helix {_median(helix, 'cpu_s'):.3f} s, upstream {_median(upstream, 'cpu_s'):.3f} s"
+    return [
+        {"benchmark": "status", "figure": f"helix status --json, {size} rounds x {CASES} cases: wall",
+         "value": round(wall_h, 3), "unit": "s",
+         "compare_to": f"upstream status --format json, same run: {_measure.spread([r.wall_s for r in upstream])} s",
+         "ratio": round(wall_h / wall_u, 3),
+         "note": f"helix {_measure.spread([r.wall_s for r in helix])} s{cpu}; {common}"},
+        {"benchmark": "status", "figure": f"helix status --json, {size} rounds: peak RSS", "value": round(rss_h, 1),
+         "unit": "MiB", "compare_to": f"upstream, same run: {_measure.spread([r.peak_mib for r in upstream])} MiB",
+         "ratio": round(rss_h / rss_u, 3), "note": f"helix {_measure.spread([r.peak_mib for r in helix])} MiB; {common}"},
+    ]
+
+
+def cost_rows(results: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Milliseconds each extra round adds, between consecutive sizes (medians)."""
+    rows = []
+    sizes = sorted(results)
+    for low, high in itertools.pairwise(sizes):
+        slope = {side: (_median(results[high]["runs"][side], "wall_s") - _median(results[low]["runs"][side], "wall_s"))
+                 / (high - low) * 1000 for side in ("helix", "upstream")}
+        rows.append({"benchmark": "status", "figure": f"status cost per round, {low} → {high} rounds",
+                     "value": round(slope["helix"], 3), "unit": "ms/round",
+                     "compare_to": f"upstream, same run: {slope['upstream']:.3f} ms/round",
+                     "ratio": round(slope["helix"] / slope["upstream"], 3) if slope["upstream"] > 0 else None,
+                     "note": "difference of the median wall times divided by the rounds added"})
+    return rows
+
+
+def import_row(upstream: Path, repeats: int = 5) -> dict[str, Any]:
+    """The imports a `status` pays, fresh processes, interleaved."""
+    helix_argv = [sys.executable, "-c", "import helix_engine.cli as c; c.build_parser(); import helix_engine.status"]
+    peer_python = str(upstream.parent / "python")
+    peer_argv = [peer_python, "-c", "import helix.cli"]
+    runs: dict[str, list[float]] = {"helix": [], "upstream": []}
+    for _ in range(repeats):
+        runs["helix"].append(_measure.run(helix_argv, cwd=REPO.parent).wall_s)
+        runs["upstream"].append(_measure.run(peer_argv, cwd=REPO.parent).wall_s)
+    h, u = statistics.median(runs["helix"]), statistics.median(runs["upstream"])
+    return {"benchmark": "status", "figure": "imports of a status command (fresh process, interpreter included)",
+            "value": round(h, 3), "unit": "s",
+            "compare_to": f"upstream `import helix.cli`, same run: {_measure.spread(runs['upstream'])} s",
+            "ratio": round(h / u, 3),
+            "note": f"helix `import helix_engine.cli; build_parser(); import helix_engine.status` "
+                    f"{_measure.spread(runs['helix'])} s; {_measure.load_average()}"}
+
+
+def reload_row(ws: Path, repeats: int = 5) -> dict[str, Any]:
+    """In process: reload after one round's perf file changes vs a full load (same run)."""
+    from helix_engine.workspace.snapshot import load_workspace, reload
+    from tests.builders import write_perf
+
+    def timed(fn: Any) -> list[float]:
         fn()
-        walls.append(time.perf_counter() - wall0)
-        cpus.append(_cpu() - cpu0)
-    return statistics.median(walls), statistics.median(cpus)
+        out = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - start)
+        return out
 
+    full = timed(lambda: load_workspace(ws))
+    snap = load_workspace(ws)
+    key = sorted(snap.rounds)[len(snap.rounds) // 2]
+    perf = next(p for p in (ws / f"opt-round-{key}").glob("*_perf.txt"))
+    labels = [r.case_label for r in snap.rounds[key].perf]
+    flip = [0]
 
-def _cpu() -> float:
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    def one_change() -> None:
+        flip[0] += 1
+        write_perf(perf, {lab: 10.0 + flip[0] % 2 + i for i, lab in enumerate(labels)})
+        reload(snap, [perf])
 
-
-def _note(cpu: float, extra: str = ISSUE_NOTE) -> str:
-    return f"{extra}; CPU time {cpu * 1000:.0f} ms; load average {os.getloadavg()[0]:.1f} when measured"
-
-
-def _subprocess(argv: list[str]) -> Callable[[], object]:
-    def run() -> None:
-        proc = subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed: {proc.stderr.strip()[-500:]}")
-    return run
+    changed = timed(one_change)
+    return {"benchmark": "status", "figure": f"reload after one perf file changes, {RELOAD_ROUNDS} rounds (in process)",
+            "value": round(statistics.median(changed), 4), "unit": "s",
+            "compare_to": f"full load_workspace, same run: {_measure.spread(full)} s",
+            "ratio": round(statistics.median(changed) / statistics.median(full), 4),
+            "note": f"{_measure.spread(changed)} s, includes rewriting the perf file; {_measure.load_average()}"}
 
 
 def run() -> list[dict]:
-    from helix_engine.workspace.snapshot import load_workspace, reload
-    from tests.builders import generate_large_workspace, write_perf
+    from tests.builders import generate_large_workspace
 
+    upstream = _peer.upstream_helix()
     rows: list[dict] = []
+    results: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="helix-bench-status-") as tmp:
-        ws = generate_large_workspace(Path(tmp), rounds=ROUNDS, cases=CASES)
-        status, status_cpu = _median(_subprocess(["-m", "helix_engine", "status", str(ws), "--json"]))
-        rows.append({"benchmark": "status", "figure": f"helix status --json, {ROUNDS} rounds x {CASES} cases "
-                     "(fresh process)", "value": status, "unit": "s",
-                     "compare_to": f"upstream helix status ({UPSTREAM_STATUS_S} s)",
-                     "ratio": status / UPSTREAM_STATUS_S, "note": _note(status_cpu)})
-        imports, imports_cpu = _median(_subprocess(["-c", "import helix_engine.cli as c; c.build_parser(); "
-                                                   "import helix_engine.status"]))
-        rows.append({"benchmark": "status", "figure": "imports of helix status (fresh process)",
-                     "value": imports, "unit": "s",
-                     "compare_to": f"upstream imports ({UPSTREAM_IMPORTS_S} s)",
-                     "ratio": imports / UPSTREAM_IMPORTS_S, "note": _note(imports_cpu)})
-        full, full_cpu = _median(lambda: load_workspace(ws))
-        rows.append({"benchmark": "status", "figure": f"load_workspace in process ({ROUNDS} rounds)",
-                     "value": full, "unit": "s",
-                     "compare_to": f"upstream non-import time ({UPSTREAM_STATUS_S - UPSTREAM_IMPORTS_S:.2f} s)",
-                     "ratio": full / (UPSTREAM_STATUS_S - UPSTREAM_IMPORTS_S),
-                     "note": _note(full_cpu, ISSUE_NOTE + " (0.38 s - 0.27 s)")})
-        snap = load_workspace(ws)
-        perf = ws / "opt-round-100" / "opt_add_perf.txt"
-        labels = [r.case_label for r in snap.rounds[100].perf]
-        flip = [0]
-
-        def one_change() -> None:
-            flip[0] += 1
-            write_perf(perf, {lab: 10.0 + flip[0] % 2 + i for i, lab in enumerate(labels)})
-            reload(snap, [perf])
-
-        changed, changed_cpu = _median(one_change)
-        rows.append({"benchmark": "status", "figure": "reload after one round perf file changes",
-                     "value": changed, "unit": "s", "compare_to": "full load_workspace (same run)",
-                     "ratio": changed / full, "note": _note(changed_cpu, "includes rewriting the perf "
-                     "file; best round, comparisons and warnings are recomputed from memory")})
+        spaces = {size: generate_large_workspace(Path(tmp) / f"r{size}", rounds=size, cases=CASES) for size in _sizes()}
+        for size, ws in spaces.items():
+            print(f"  status: {size} rounds …", file=sys.stderr, flush=True)
+            results[size] = measure_size(ws, upstream, _repeats(size))
+            rows += size_rows(size, results[size])
+        rows += cost_rows(results)
+        rows.append(import_row(upstream))
+        if RELOAD_ROUNDS in spaces:
+            rows.append(reload_row(spaces[RELOAD_ROUNDS]))
+    how = ("commands: `helix status WS --json` (the console script beside the interpreter) and "
+           "`benchmarks/.peer-venv/venv/bin/helix status -i WS --format json`")
+    for row in rows:
+        if "wall" in row["figure"] or "peak RSS" in row["figure"]:
+            row["note"] = f"{row['note']}; {how}"
     return rows
 
 
 if __name__ == "__main__":
     for row in run():
         ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}x"
-        print(f"{row['figure']}: {row['value'] * 1000:.1f} ms  vs {row['compare_to']}: {ratio}  ({row['note']})")
+        print(f"{row['figure']}: {row['value']} {row['unit']}  vs {row['compare_to']}: {ratio}  ({row['note']})")

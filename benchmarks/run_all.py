@@ -6,7 +6,8 @@
 
 Each ``bench_<name>.py`` exposes ``run() -> list[dict]`` with rows
 ``{benchmark, figure, value, unit, compare_to, ratio, note}``; ``ratio`` is helix / reference,
-both measured in the same run (or a documented constant, which the row's note names). A script
+both measured in the same run (peers such as the upstream tool are installed and run here, never
+quoted; peak memory is measured from outside each process, see ``_measure.py``). A script
 that fails is reported as one row with its error and the rest still run. GPU-only scripts
 report a note row when no GPU is present. ``--markdown`` prints rows ready for RESULTS.md, with
 today's date, this machine and the method (the row's note).
@@ -66,6 +67,13 @@ def machine() -> str:
             pass
     parts.append(f"{platform.system()} {platform.release()}, Python {platform.python_version()}")
     return ", ".join(parts)
+
+
+def _load() -> str:
+    try:
+        return "{:.1f}/{:.1f}/{:.1f}".format(*os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 def run_script(path: Path) -> tuple[list[dict[str, Any]], float]:
@@ -161,13 +169,15 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
     where = machine()
+    load_before = _load()
     rows: list[dict[str, Any]] = []
     for path in scripts:
         print(f"running {path.name} ...", file=sys.stderr, flush=True)
         got, seconds = run_script(path)
         print(f"  {len(got)} row(s) in {seconds:.1f} s", file=sys.stderr, flush=True)
         rows += got
-    print(f"helix benchmarks, {when}, {where}\n")
+    print(f"helix benchmarks, {when}, {where}; load average {load_before} at the start, {_load()} at the end "
+          "(a shared box is noisy: compare ratios, each measured in one run)\n")
     print(table(rows))
     notes = [f"  [{r['benchmark']}] {r['figure']}: {r['note']}" for r in rows if r.get("note")]
     if notes:
