@@ -47,13 +47,15 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p = sub.add_parser("round-state", help="write opt-round-N/round-state.json from the workspace's measurements",
                        description="Write round-state.json: paths, metric source and statuses are derived "
                        "from the round's perf file, the baseline perf file and the round's latest run-test / "
-                       "run-bench jobs unless given. Writes a summary.md skeleton only when it is missing.")
+                       "run-bench jobs unless given; profile_dir / ir_dir when the round's profile/ and ir/ folders "
+                       "hold output. Writes a summary.md skeleton only when it is missing.")
     p.add_argument("--round-dir", required=True, help="the opt-round-N folder")
     p.add_argument("--hypothesis", required=True, help="the round's one hypothesis, in one sentence")
     p.add_argument("--evidence", required=True, metavar="LIST",
                    help="comma-separated evidence sources, e.g. benchmark,profile (also ir, compiler-source)")
     p.add_argument("--parent-round", metavar="PARENT",
-                   help="baseline or opt-round-M (default: the best completed round, else baseline)")
+                   help="baseline or opt-round-M (default: the parent start-round recorded, else the best "
+                   "completed round, else baseline)")
     p.add_argument("--correctness", choices=STATUSES, metavar="STATUS",
                    help="passed, failed or not_run (default: the round's latest run-test job)")
     p.add_argument("--benchmark", choices=STATUSES, metavar="STATUS",

@@ -3,7 +3,9 @@ round-state.json with wrong paths or a guessed metric source.
 
 Measured fields come from files (the round's perf file compared with the canonical baseline
 perf file through perf.compare), statuses from the round's latest run-test / run-bench jobs
-in .helix/jobs, the parent from the best completed round. Writing stays in
+in .helix/jobs, the parent from what start-round recorded in .helix/state.json (the best
+completed round only for a round opened before helix recorded parents), ``profile_dir`` /
+``ir_dir`` from the round's profile/ and ir/ folders when they hold output. Writing stays in
 lifecycle.write_round_state; the summary skeleton is written only when summary.md is missing.
 """
 
@@ -143,6 +145,25 @@ def _best_completed_round(ws: Path, exclude: int) -> str:
     return layout.round_dir_name(best.round) if best is not None else layout.BASELINE_DIR
 
 
+def recorded_parent(ws: Path, n: int) -> str | None:
+    """The parent start-round recorded for round N in .helix/state.json (the round was built
+    from it, whatever became best since); None when none was recorded or the state is unreadable."""
+    from helix_engine.state import workflow
+
+    try:
+        state = workflow.load_workflow(workflow.state_path(ws))
+    except (FileNotFoundError, ValueError, OSError):
+        return None
+    entry = state.rounds.get(str(n))
+    parent = getattr(entry, "parent_round", None) if entry is not None else None
+    return parent if isinstance(parent, str) and parent.strip() else None
+
+
+#: round-state.json field → the folder helix's own commands write it to (profile-bench's default
+#: ``<operator dir>/profile``; ``ir capture --ir-dir opt-round-N/ir`` as the skill shows).
+EVIDENCE_DIRS: dict[str, str] = {"profile_dir": "profile", "ir_dir": "ir"}
+
+
 def derive(round_dir: Path, existing: dict[str, Any]) -> Derived:
     """Defaults for round-state.json from the workspace (the caller's arguments win)."""
     from helix_engine.state import baseline as base
@@ -174,7 +195,10 @@ def derive(round_dir: Path, existing: dict[str, Any]) -> Derived:
     out.fields["correctness_status"] = correctness or "not_run"
     out.fields["benchmark_status"] = benchmark or "not_run"
     if not existing.get("parent_round"):
-        out.fields["parent_round"] = _best_completed_round(ws, n)
+        out.fields["parent_round"] = recorded_parent(ws, n) or _best_completed_round(ws, n)
+    for key, folder in EVIDENCE_DIRS.items():
+        if not existing.get(key) and _has_output(round_dir, None, folder):
+            out.fields[key] = folder
     return out
 
 

@@ -138,3 +138,43 @@ def test_refusals_are_sentences(ws: Path, capsys: pytest.CaptureFixture[str], ar
     assert main(["round-state", *argv, "--hypothesis", "h"]) == 1
     assert message in capsys.readouterr().err
     assert not (ws / "opt-round-2" / "round-state.json").exists()
+
+
+def test_parent_is_the_one_start_round_recorded_not_the_best(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Round 1 (2x) is the best, but round 2 was opened on the baseline: round-state names the
+    baseline, as the round was built from it (issue 14, finding 4)."""
+    assert main(["submit-baseline", "--baseline-dir", str(ws / "baseline")]) == 0
+    assert main(["start-round", "--round-dir", str(ws / "opt-round-2"), "--round-strategy", "exploration",
+                 "--analysis-policy", "pattern_entry", "--reason", "branch from the baseline",
+                 "--parent-round", "baseline"]) == 0
+    capsys.readouterr()
+    write_perf(ws / "opt-round-2" / "opt_add_perf.txt", scaled(0.8))
+    rc, data = _run(capsys, "--round-dir", str(ws / "opt-round-2"), "--hypothesis", "h", "--evidence", "benchmark")
+    assert rc == 0, data
+    assert data["round_state"]["parent_round"] == "baseline"
+    # without a recorded parent (a round opened before helix recorded them): the best round
+    rdir = _round(ws, 3, scaled(0.9))
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark")
+    assert rc == 0 and data["round_state"]["parent_round"] == "opt-round-1"
+
+
+def test_profile_and_ir_folders_with_output_are_recorded(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rdir = _round(ws, 2, scaled(0.8))
+    (rdir / "profile").mkdir()  # an empty folder is no evidence
+    (rdir / "ir" / "add_kernel").mkdir(parents=True)
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark")
+    assert rc == 0 and "profile_dir" not in data["round_state"] and "ir_dir" not in data["round_state"]
+    run = rdir / "profile" / "PROF_a_1" / "ASCEND_PROFILER_OUTPUT"
+    run.mkdir(parents=True)
+    (run / "op_statistic.csv").write_text("OP Type,Count\nadd_kernel,1\n")
+    (rdir / "ir" / "add_kernel" / "add_kernel.ttir").write_text("module {}\n")
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark,profile,ir")
+    assert rc == 0, data
+    assert (data["round_state"]["profile_dir"], data["round_state"]["ir_dir"]) == ("profile", "ir")
+    found = inspect_round(rdir)
+    assert found.state is not None and found.state.profile_dir == "profile" and not found.issues
+    # a folder the round state already declares is kept, not replaced
+    state = json.loads((rdir / "round-state.json").read_text())
+    (rdir / "round-state.json").write_text(json.dumps({**state, "profile_dir": "profile/PROF_a_1"}))
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark,profile,ir")
+    assert rc == 0 and data["round_state"]["profile_dir"] == "profile/PROF_a_1"
