@@ -528,19 +528,37 @@ def numeric_best(baseline: Cases | None, specs: Sequence[RoundSpec]) -> tuple[in
     return found
 
 
+def _with_samples(cases: Mapping[str, float], n: int, rng: random.Random) -> dict[str, CaseValue]:
+    """Each case with ``n`` raw samples around its time (±2% noise, a rare 1.5x outlier), as
+    run-bench keeps them; the record's average stays the given time."""
+    if n <= 0:
+        return dict(cases)
+    out: dict[str, CaseValue] = {}
+    for label, value in cases.items():
+        samples = [round(value * rng.gauss(1.0, 0.02) * (1.5 if rng.random() < 0.01 else 1.0), 4)
+                   for _ in range(n)]
+        out[label] = Case(kernel_us=value, total_op_us=value + TOTAL_OP_EXTRA_US, samples_us=samples)
+    return out
+
+
 def generate_large_workspace(root: Path, *, rounds: int = 200, cases: int = 20, seed: int = 0,
-                             name: str = "big_add") -> Path:
+                             name: str = "big_add", samples: int = 0) -> Path:
     """A long session (benchmarks, TUI first-paint): ``rounds`` rounds of ``cases`` cases each,
-    a branching parent tree, the full opt-note ledger and .helix/state.json."""
+    a branching parent tree, the full opt-note ledger and .helix/state.json. ``samples``: raw
+    samples per case in every perf file (real run-bench files carry them; 0 writes none). The
+    case times are the same for any ``samples``."""
     rng = random.Random(seed)
+    sample_rng = random.Random(seed + 1)  # its own stream: the case times do not depend on it
     labels = [f"fp16_{1 << (10 + i % 10)}x{i}" for i in range(cases)]
     baseline = {lab: round(rng.uniform(20.0, 400.0), 3) for lab in labels}
+    baseline_cases = _with_samples(baseline, samples, sample_rng)
     specs: list[RoundSpec] = []
     for n in range(1, rounds + 1):
         factor = 1.0 - 0.3 * (n / rounds) + rng.uniform(-0.05, 0.05)
-        round_cases = {lab: round(v * factor * rng.uniform(0.97, 1.03), 3) for lab, v in baseline.items()}
+        times = {lab: round(v * factor * rng.uniform(0.97, 1.03), 3) for lab, v in baseline.items()}
+        round_cases = _with_samples(times, samples, sample_rng)
         parent = "baseline" if n == 1 else f"opt-round-{rng.randint(max(1, n - 5), n - 1)}"
         ok = rng.random() > 0.1
         specs.append(RoundSpec(round_cases, parent=parent, correctness="passed" if ok else "failed",
                                hypothesis=f"hypothesis {n}", theme=f"theme {n}"))
-    return build_workspace(Path(root), name=name, baseline=baseline, rounds=specs)
+    return build_workspace(Path(root), name=name, baseline=baseline_cases, rounds=specs)

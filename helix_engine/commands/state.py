@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from helix_engine.console import print_json
-from helix_engine.workspace.models import ANALYSIS_POLICIES, ROUND_STRATEGIES
+from helix_engine.workspace.vocabulary import ANALYSIS_POLICIES, ROUND_STRATEGIES
 
 
 STRATEGY_HELP = "one of: " + ", ".join(ROUND_STRATEGIES)

@@ -6,6 +6,7 @@ Imports only the workspace reader (no torch, no triton), so it answers fast on a
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 from pathlib import Path
@@ -47,6 +48,20 @@ def _use_color() -> bool:
 
 
 def run_status(args: argparse.Namespace) -> int:
+    # One shot: everything it loads stays alive until it prints, so the cyclic collector would
+    # only walk it again and again (a full pass over every record after the load). Off for the
+    # command; on return the survivors are frozen (never walked again) and collection resumes.
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _status(args)
+    finally:
+        if was_on:
+            gc.freeze()
+            gc.enable()
+
+
+def _status(args: argparse.Namespace) -> int:
     from helix_engine.status import collect, render
 
     fmt = "json" if args.json else (args.format or "text")

@@ -51,7 +51,7 @@ _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 class JobInfo(BaseModel):
     """job.json. Extra keys survive a load → save (``pgid``, ``timeout_s``, start ticks...)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: str
     kind: str

@@ -33,7 +33,7 @@ METHOD = ("noise floor = the larger of (a) the largest distance from 1.0 of an A
 
 
 class CaseNoise(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     latency_id: str
     noise_floor: float  # fraction
@@ -46,7 +46,7 @@ class CaseNoise(BaseModel):
 class Calibration(BaseModel):
     """``.helix/calibration.json`` (schema_version 1)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     schema_version: Literal[1] = 1
     created_at: str

@@ -30,7 +30,7 @@ def canonical_id(latency_id: str) -> str:
 class NoiseMargins(BaseModel):
     """Per-case margins (fractions, e.g. 0.023 = 2.3%) and where they came from."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     default: float = DEFAULT_MARGIN
     per_case: dict[str, float] = Field(default_factory=dict)  # canonical latency id → margin

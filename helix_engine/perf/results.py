@@ -26,7 +26,7 @@ STATISTIC_LABEL: dict[str, str] = {"mean": "ratio of means", "median": "ratio of
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use, not at import
 
 
 class Interval(_Result):

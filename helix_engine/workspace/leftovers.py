@@ -39,7 +39,7 @@ REPAIR_COMMAND = "helix repair"
 class PendingTransition(BaseModel):
     """The marker of a submit-round that has started writing and not yet finished."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     command: Literal["submit-round"]
     round: int = Field(ge=1)

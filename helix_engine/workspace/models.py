@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from helix_engine.perf.results import CaseEvaluation as CaseDelta  # noqa: F401
 from helix_engine.perf.results import Promotion, RoundPromotion  # noqa: F401
 from helix_engine.perf.results import RoundEvaluation as Comparison
+from helix_engine.workspace.vocabulary import ANALYSIS_POLICIES, ROUND_STRATEGIES  # noqa: F401
 
 if TYPE_CHECKING:
     from helix_engine.workspace.status_rules import Evaluation as WorkspaceEvaluation
@@ -30,20 +31,6 @@ Status = Literal["passed", "failed", "not_run"]
 STATUSES: tuple[str, ...] = ("passed", "failed", "not_run")
 MetricSource = Literal["kernel", "total-op", "mixed"]
 METRIC_SOURCES: tuple[str, ...] = ("kernel", "total-op", "mixed")
-ROUND_STRATEGIES: tuple[str, ...] = (
-    "exploration",
-    "structural_change",
-    "focused_tuning",
-    "stabilization",
-    "plateau_review",
-)
-#: Ordered from shallowest to deepest.
-ANALYSIS_POLICIES: tuple[str, ...] = (
-    "pattern_entry",
-    "profile_required",
-    "ir_required",
-    "compiler_source_required",
-)
 PHASES: tuple[str, ...] = ("baseline", "awaiting_round_start", "round_active")
 BENCH_MODES: tuple[str, ...] = (
     "torch-npu-profiler",
@@ -72,7 +59,9 @@ class Problem:
 
 
 class _FileModel(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    # defer_build: a model's validator is built when it first validates, not at import (`helix
+    # --help` and `helix status` pay only for the models they use)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
 
     def to_json(self) -> dict[str, Any]:
         """The dict to write back: declared fields that were set or required, then extras."""

@@ -85,7 +85,7 @@ print(json.dumps(out))
 class BackendReport(BaseModel):
     """What the probe found, which backend auto picks, and why the others were not picked."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     picked: str
     python: str | None = None

@@ -1,0 +1,78 @@
+"""Start-up builds only what a command uses (issue 12, goal 4).
+
+`helix --help` imports no pydantic model module (nor pydantic itself); `helix status` builds the
+validators of the models it validates and no other (every model defers its build to first use).
+Each check runs the command in a fresh interpreter and reads what it loaded or built.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.builders import build_workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL_MODULES = ("helix_engine.workspace.models", "helix_engine.perf.results", "helix_engine.perf.margins",
+                 "helix_engine.perf.paired", "helix_engine.perf.calibration", "helix_engine.jobs.registry",
+                 "helix_engine.workspace.leftovers")
+
+_PROBE = """
+import contextlib, io, json, sys
+from helix_tui.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as exc:
+        code = exc.code
+built, deferred = [], []
+if "pydantic" in sys.modules:
+    from pydantic import BaseModel
+    todo, seen = [BaseModel], set()
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                todo.append(sub)
+    for cls in seen:
+        if cls.__module__.startswith("helix_engine"):
+            name = f"{cls.__module__}.{cls.__qualname__}"
+            (built if cls.__pydantic_complete__ else deferred).append(name)
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "built": sorted(built),
+                  "deferred": sorted(deferred), "stdout": out.getvalue()}))
+"""
+
+
+def _run(*argv: str) -> dict:
+    proc = subprocess.run([sys.executable, "-c", _PROBE, *argv], cwd=ROOT, capture_output=True, text=True,
+                          check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_help_imports_no_model_module_and_no_pydantic() -> None:
+    found = _run("--help")
+    assert found["code"] == 0 and "start-round" in found["stdout"]  # the whole command list was built
+    loaded = set(found["modules"])
+    assert not loaded & set(MODEL_MODULES)
+    assert "pydantic" not in loaded
+
+
+def test_status_builds_only_the_models_it_validates(tmp_path: Path) -> None:
+    ws = build_workspace(tmp_path, baseline={"a": 10.0, "b": 20.0},
+                         rounds=[{"a": 8.0, "b": 18.0}, {"a": 9.0, "b": 10.0}])
+    found = _run("status", str(ws), "--json")
+    assert found["code"] == 0
+    assert json.loads(found["stdout"])["operators"][0]["best_round"] == "round-2"
+    built = set(found["built"])
+    # what status validates: the files it read and the results it computed
+    assert {"helix_engine.workspace.models.PerfRecord", "helix_engine.workspace.models.RoundState",
+            "helix_engine.perf.results.RoundEvaluation"} <= built
+    # loaded but unused here (no job, no pending transition, no calibration, no paired run)
+    unused = {"helix_engine.jobs.registry.JobInfo", "helix_engine.workspace.leftovers.PendingTransition",
+              "helix_engine.perf.calibration.Calibration", "helix_engine.perf.paired.PairedRun",
+              "helix_engine.eval.backends.BackendReport"}
+    assert not built & unused
+    assert set(found["deferred"]) & unused  # some were imported, and stayed unbuilt
