@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.commands import compat
+from helix_engine.commands.goal_flags import add_goal_flags, goals_line, record_from_args
 from helix_engine.console import print_json
 from helix_engine.errors import HelixError
 from helix_engine.sanitize import clean
@@ -151,6 +152,7 @@ def register(sub: Any) -> None:
     p.add_argument("--test-mode", choices=("standalone", "differential"))
     p.add_argument("--force", action="store_true",
                    help="re-establish baseline/ even though opt-round-N folders measure against it")
+    add_goal_flags(p)
     _common(p)
     p.set_defaults(func=cmd_prepare_baseline)
 
@@ -250,6 +252,11 @@ def cmd_prepare_baseline(args: argparse.Namespace) -> int:
 
     payload = prepare_baseline(args.workspace, backend=args.backend, bench_mode=args.bench_mode,
                                test_mode=args.test_mode, on_event=_progress(args), force=args.force)
+    # the session's stop conditions hold whatever the baseline's outcome (a rerun keeps them)
+    goals = record_from_args(Path(args.workspace).expanduser().resolve(), args, "prepare-baseline")
+    if goals is not None:
+        payload["goals"] = {"target_speedup": goals.target_speedup, "max_rounds": goals.max_rounds}
+        payload["text"] = str(payload.get("text", "")).rstrip("\n") + "\n" + goals_line(goals)
     if args.json:
         print_json(payload)
     else:

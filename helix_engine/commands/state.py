@@ -7,10 +7,16 @@ Thin wrappers over helix_engine.state.lifecycle: parse, call, print the JSON pay
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from helix_engine.commands.goal_flags import add_goal_flags, goals_line, record_from_args
 from helix_engine.console import print_json
 from helix_engine.workspace.vocabulary import ANALYSIS_POLICIES, ROUND_STRATEGIES
+
+if TYPE_CHECKING:
+    from helix_engine.state.goals import Goals
 
 
 STRATEGY_HELP = "one of: " + ", ".join(ROUND_STRATEGIES)
@@ -34,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("--parent-round", metavar="PARENT",
                    help="baseline or a completed opt-round-M to build on (default: the current best "
                    "round, else baseline); its operator is copied to opt-round-N/opt_<op>.py")
+    add_goal_flags(p)
     p.set_defaults(func=_start_round)
 
     p = sub.add_parser("set-current-round-state", help="change the active round's strategy or deepen its analysis")
@@ -89,6 +96,19 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=_repair)
 
+    p = sub.add_parser("goals", help="show or set the session's stop conditions (target speedup, max rounds)",
+                       description="The stop conditions submit-round's guideline reads when no runner passes "
+                       "--current-round/--final-round: stop once the best round's geomean speedup reaches the "
+                       "target, or after the last allowed round. Kept in .helix/goals.json; "
+                       "HELIX_OPTIMIZE_MIN_SPEEDUP overrides the target. prepare-baseline and start-round take "
+                       "the same flags.")
+    p.add_argument("workspace", nargs="?", default=".", type=Path, metavar="WORKSPACE",
+                   help="the operator workspace (default: the current folder)")
+    add_goal_flags(p)
+    p.add_argument("--clear", action="store_true", help="remove both conditions (before setting any given)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=_goals)
+
 
 def _submit_baseline(args: argparse.Namespace) -> int:
     from helix_engine.state.lifecycle import submit_baseline
@@ -103,8 +123,46 @@ def _start_round(args: argparse.Namespace) -> int:
 
     payload, code = start_round(Path(args.round_dir), args.round_strategy, args.analysis_policy, args.reason,
                                 parent_round=args.parent_round)
+    if code == 0:  # a refused start-round changes nothing, goals included
+        set_goals = record_from_args(Path(args.round_dir).expanduser().resolve().parent, args, "start-round")
+        if set_goals is not None:
+            payload["goals"] = _goals_json(set_goals)
     print_json(payload)
     return code
+
+
+def _goals_json(goals: Goals) -> dict[str, float | int | None]:
+    return {"target_speedup": goals.target_speedup, "max_rounds": goals.max_rounds}
+
+
+def _goals(args: argparse.Namespace) -> int:
+    from helix_engine.errors import HelixError
+    from helix_engine.sanitize import clean
+    from helix_engine.state.goals import goals_path, load_goals, save_goals
+    from helix_engine.state.guideline import MIN_SPEEDUP_ENV
+    from helix_engine.workspace.snapshot import is_workspace
+
+    workspace = Path(args.workspace).expanduser().resolve()
+    if not is_workspace(workspace):
+        raise HelixError(f"{clean(workspace)} is not an operator workspace; run helix goals in the workspace "
+                         "folder or pass it as WORKSPACE")
+    if args.clear or args.target_speedup is not None or args.max_rounds is not None:
+        goals: Goals | None = save_goals(workspace, target_speedup=args.target_speedup, max_rounds=args.max_rounds,
+                                         clear=args.clear, source="goals")
+    else:
+        goals, problem = load_goals(workspace)
+        if problem is not None:
+            raise HelixError(problem)
+    shown = _goals_json(goals) if goals is not None else {"target_speedup": None, "max_rounds": None}
+    if args.json:
+        print_json({**shown, "path": str(goals_path(workspace))})
+        return 0
+    print(goals_line(goals) if goals is not None and goals.any else
+          "Session goals: none set; submit-round gives no stop signal of its own (set them with "
+          "`helix goals --target-speedup X --max-rounds N`).")
+    if os.environ.get(MIN_SPEEDUP_ENV) is not None:
+        print(f"Note: {MIN_SPEEDUP_ENV}={clean(os.environ[MIN_SPEEDUP_ENV])} is set and overrides the target")
+    return 0
 
 
 def _set_current_round_state(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 
 from helix_engine.state import baseline as base
 from helix_engine.state import continuity, lints
+from helix_engine.state.goals import Goals
 from helix_engine.workspace import layout
 from helix_engine.workspace.models import METRIC_SOURCES, STATUSES, Problem, RoundState
 from helix_engine.workspace.reading import read_text_safe
@@ -51,6 +52,8 @@ class CheckResult:
     baseline_perf_path: Path | None = None
     lints: list[Problem] = field(default_factory=list)
     best_speedup: float | None = None
+    #: helix's continue/stop decision when session goals took part (state/guideline.stop_signal)
+    stop_signal: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -65,6 +68,8 @@ class CheckResult:
         }
         if self.next_option is not None:
             data["next_option"] = self.next_option
+        if self.stop_signal is not None:
+            data["stop_signal"] = dict(self.stop_signal)
         return data
 
 
@@ -276,6 +281,7 @@ def check_round(
     final_round: int | None = None,
     optimize_target: str | None = None,
     min_speedup: float | None = None,
+    goals: Goals | None = None,
     state_data: dict[str, Any] | None = None,
     summary_pending: bool = False,
 ) -> CheckResult:
@@ -327,7 +333,7 @@ def check_round(
     return guideline.build_pass(
         round_dir, state, found, baseline_perf, source,
         current_round=current_round, final_round=final_round,
-        optimize_target=optimize_target, min_speedup=min_speedup,
+        optimize_target=optimize_target, min_speedup=min_speedup, goals=goals,
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from helix_engine.state import lints, measure
 from helix_engine.state.checks import Artifacts, CheckResult
+from helix_engine.state.goals import Goals
 from helix_engine.workspace import layout
 from helix_engine.workspace.models import RoundState
 
@@ -192,9 +193,10 @@ def with_notes(text: str, notes: list[str]) -> str:
 
 def build_pass(round_dir: Path, state: RoundState, found: Artifacts, baseline_perf: Path | None, source: str,
                *, current_round: int | None, final_round: int | None, optimize_target: str | None,
-               min_speedup: float | None) -> CheckResult:
+               min_speedup: float | None, goals: Goals | None = None) -> CheckResult:
     """The pass result: warnings (kernel fallback, local optimum, hard-rule lints) as issues,
-    and the guideline per the rules of upstream-state §2."""
+    and the guideline per the rules of upstream-state §2; with session goals (.helix/goals.json)
+    and no batch flags, helix's continue/stop signal (``goal_guideline``)."""
     workspace = round_dir.parent
     n = layout.round_number(round_dir.name) or 0
     warnings: list[str] = []
@@ -212,7 +214,8 @@ def build_pass(round_dir: Path, state: RoundState, found: Artifacts, baseline_pe
     shown = f"{round_dir.name}/{found.operator_path.name}" if found.operator_path else round_dir.name
     found_lints = lints.lint_source(source, shown, backend=backend)
     warnings.extend(str(p) for p in found_lints)
-    promoted = measure.promoted_best(workspace) if min_speedup is not None else None
+    goals = goals if goals is not None and goals.any else None
+    promoted = measure.promoted_best(workspace) if min_speedup is not None or goals is not None else None
     best = promoted.vs_baseline.point if promoted is not None and promoted.vs_baseline is not None else None
     met = best is not None and min_speedup is not None and best >= min_speedup
     stop = (
@@ -239,10 +242,50 @@ def build_pass(round_dir: Path, state: RoundState, found: Artifacts, baseline_pe
             )
         else:
             text = f"{prefix}This round satisfied the current worker batch target."
+    elif goals is not None:
+        text, next_option = goal_guideline(prefix, n, goals.max_rounds)
     else:
         text = "round check passed"
+    signal = None if goals is None else stop_signal(
+        n, best, min_speedup, goals, stop=next_option is None,
+        batch=current_round is not None and final_round is not None)
     return CheckResult(
         status="pass", issues=warnings, guideline=with_notes(text, warnings), next_option=next_option,
         stage=None, terminal=True, round_state=state, operator_path=found.operator_path,
         perf_path=found.perf_path, baseline_perf_path=baseline_perf, lints=found_lints, best_speedup=best,
+        stop_signal=signal,
     )
+
+
+def goal_guideline(prefix: str, n: int, max_rounds: int | None) -> tuple[str, str | None]:
+    """The signal from the session goals when no runner passed --current-round/--final-round:
+    stop after round ``max_rounds``, else continue with the next round (the target speedup was
+    checked before: a met target is upstream's stop message)."""
+    if max_rounds is not None and n >= max_rounds:
+        return (f"{prefix}Maximum rounds reached: opt-round-{n} is round {n} of at most {max_rounds} "
+                "(.helix/goals.json). Stop the optimize session now instead of opening another round."), None
+    limit = f" (round {n} of at most {max_rounds})" if max_rounds is not None else ""
+    next_option = f"opt-round-{n + 1}"
+    return (f"{prefix}Continue the optimize session: opt-round-{n} is complete{limit}. Next round: {next_option}. "
+            f"Run `helix start-round --round-dir {next_option}` before beginning the next round."), next_option
+
+
+def stop_signal(n: int, best: float | None, target: float | None, goals: Goals, *, stop: bool,
+                batch: bool) -> dict[str, object]:
+    """helix's machine-readable form of the guideline's decision (a key after upstream's)."""
+    met = best is not None and target is not None and best >= target
+    if met:
+        reason = "target-speedup"
+    elif batch:
+        reason = "batch-complete" if stop else "batch-continues"
+    elif stop:
+        reason = "max-rounds"
+    else:
+        reason = "continue"
+    from_env = os.environ.get(MIN_SPEEDUP_ENV) is not None
+    return {
+        "decision": "stop" if stop else "continue", "reason": reason, "round": n,
+        "best_geomean_speedup": best, "target_speedup": target,
+        "target_source": None if target is None else (MIN_SPEEDUP_ENV if from_env else ".helix/goals.json"),
+        "max_rounds": goals.max_rounds,
+    }

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.state import checks, guideline, workflow
+from helix_engine.state.goals import FIX, load_goals
 
 Payload = tuple[dict[str, Any], int]
 
@@ -24,7 +25,9 @@ def _fail(issue: str, guide: str) -> dict[str, Any]:
 def submit_inputs(round_dir: Path, current_round: int | None, final_round: int | None,
                   optimize_target: str | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(the checker's keyword arguments, None), or (None, the fail payload) when the inputs
-    themselves are refused (no round folder, a bad min-speedup target or optimize target)."""
+    themselves are refused (no round folder, a bad min-speedup target, unreadable session goals,
+    a bad optimize target). The target is ``HELIX_OPTIMIZE_MIN_SPEEDUP`` when set, else the
+    session goals' (.helix/goals.json)."""
     if not round_dir.is_dir():
         name = round_dir.name
         return None, _fail(f"missing round directory: {name}", guideline.missing_round_dir_guideline(name))
@@ -32,11 +35,17 @@ def submit_inputs(round_dir: Path, current_round: int | None, final_round: int |
         target = guideline.resolve_min_speedup()
     except ValueError as exc:
         return None, _fail(str(exc), guideline.MIN_SPEEDUP_INVALID)
+    session, problem = load_goals(round_dir.parent)
+    if problem is not None:
+        return None, _fail(problem, "The session goals cannot be read, so no stop signal can be given. Repair "
+                           f"them ({FIX}), then rerun `helix submit-round`.")
+    if target is None and session is not None:
+        target = session.target_speedup
     if optimize_target not in (None, "kernel", "operator"):
         issue = f"--optimize-target must be kernel or operator, not {optimize_target!r}"
         return None, _fail(issue, "Rerun `helix submit-round` with --optimize-target kernel or operator.")
     return {"current_round": current_round, "final_round": final_round,
-            "optimize_target": optimize_target, "min_speedup": target}, None
+            "optimize_target": optimize_target, "min_speedup": target, "goals": session}, None
 
 
 def check_submit(round_dir: Path, current_round: int | None = None, final_round: int | None = None,
