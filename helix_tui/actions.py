@@ -26,6 +26,28 @@ class ActionRefused(HelixError):
     """The action cannot run for the current selection; the sentence says what to do."""
 
 
+class BaselineMissing(ActionRefused):
+    """The action needs the baseline, which is not prepared yet: the cockpit offers prepare-baseline."""
+
+
+def baseline_missing(snap: WorkspaceSnapshot) -> bool:
+    """No established baseline (a fresh operator folder, or one whose baseline/ was never finished)."""
+    base = snap.baseline
+    return base is None or base.operator_file is None or base.state is None or not base.state.baseline_established
+
+
+def baseline_accepted(snap: WorkspaceSnapshot) -> bool:
+    """The baseline passed submit-baseline (start-round needs that)."""
+    wf = snap.workflow
+    return wf is not None and wf.baseline.status == "passed"
+
+
+def expected_operator(snap: WorkspaceSnapshot, key: str) -> str:
+    """The operator file a round holds (``opt-round-3/opt_softmax.py``), for messages."""
+    stem = snap.operator_file.stem if snap.operator_file else "<operator>"
+    return f"{key}/{layout.round_operator_name(stem)}"
+
+
 # ----------------------------------------------------------------------------- jobs
 
 #: kind → (CLI subcommand for a round, for the baseline)
@@ -60,9 +82,11 @@ def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *, commands: dict[str
         raise ActionRefused(f"unknown job kind {kind!r}")
     n = key_round(key)
     operator = _operator(snap, key)
+    if operator is None and n is None:
+        raise BaselineMissing(f"{JOB_COMMANDS[kind][1]} runs on the baseline, which is not prepared yet")
     if operator is None:
-        where = f"{key}/" if n is not None else "baseline/"
-        raise ActionRefused(f"{where} has no operator file; write it first")
+        raise ActionRefused(f"{expected_operator(snap, key)} does not exist: start-round creates it from the "
+                            "parent's operator; write the round's operator there")
     baseline_op = snap.baseline.operator_file if snap.baseline else None
     commands = _subparsers() if commands is None else commands
     command = JOB_COMMANDS[kind][0 if n is not None else 1]
@@ -128,6 +152,33 @@ def spawn_call(workspace: Path, argv: list[str]) -> EngineCall:
     return call
 
 
+def prepare_baseline_argv(snap: WorkspaceSnapshot) -> list[str]:
+    """`helix prepare-baseline` for this workspace (it runs its own test and bench jobs)."""
+    if snap.operator_file is None:
+        raise ActionRefused("no operator file in the workspace: put <op>.py and its bench_/test harnesses here first")
+    return ["prepare-baseline", "."]
+
+
+def ir_capture_argv(snap: WorkspaceSnapshot, key: str) -> list[str]:
+    """`helix ir capture` of the selected round's (or the baseline's) operator into its ``ir/``."""
+    n = key_round(key)
+    operator = _operator(snap, key)
+    if operator is None and n is None:
+        raise BaselineMissing("IR capture of the baseline needs the baseline, which is not prepared yet")
+    if operator is None:
+        raise ActionRefused(f"{expected_operator(snap, key)} does not exist: write the round's operator first")
+    folder = snap.root / (key if n is not None else BASELINE) / "ir"
+    if folder.exists() or folder.is_symlink():
+        raise ActionRefused(f"{key}/ir/ already holds a capture (the IR pane, 6, shows it); remove the folder to "
+                            "capture again")
+    argv = ["ir", "capture", "--ir-dir", str(folder.relative_to(snap.root)),
+            "--operator-file", str(operator.relative_to(snap.root))]
+    harness = layout.harness_files(snap.root, snap.operator_file.stem) if snap.operator_file else {}
+    if harness.get("bench"):
+        argv += ["--bench-file", harness["bench"].name]
+    return argv
+
+
 def cancel_call(workspace: Path, job_id: str) -> EngineCall:
     def call() -> tuple[dict[str, Any], int]:
         from helix_engine.jobs.runner import cancel_job
@@ -171,16 +222,24 @@ def target_round(snap: WorkspaceSnapshot, key: str) -> int:
     return n
 
 
+def default_parent(snap: WorkspaceSnapshot, n: int) -> str:
+    """The parent a new round builds on by default: the promotion rule's current best, else the
+    baseline (what start-round and `helix round-state` assume)."""
+    best = snap.promoted_best_round
+    return round_key(best) if best is not None and best != n else BASELINE
+
+
 @dataclass
 class SubmitPrefill:
     """What the submit form starts with: the round's state if it has one, else defaults; the
-    statuses come from the round's latest test and bench jobs when there are any."""
+    statuses come from the round's latest test and bench jobs that ran to a verdict, the
+    evidence sources from what the round folder holds."""
 
     round_dir: Path
     number: int
     parent_round: str
     hypothesis: str = ""
-    evidence_sources: list[str] = field(default_factory=lambda: ["benchmark"])
+    evidence_sources: list[str] = field(default_factory=list)
     correctness_status: str = "not_run"
     benchmark_status: str = "not_run"
     perf_artifact: str | None = None
@@ -193,13 +252,14 @@ class SubmitPrefill:
 
 
 def submit_prefill(snap: WorkspaceSnapshot, key: str, tracker: JobTracker | None) -> SubmitPrefill:
+    from helix_engine.state import round_fill
+
     n = target_round(snap, key)
     view = snap.rounds.get(n)
     folder = snap.root / round_key(n)
-    parent = view.parent if view is not None and view.state is not None and view.parent else None
-    if parent is None:  # no round-state yet: the round most likely builds on the current best
-        best = snap.promoted_best_round  # the engine's promotion rule, as `helix round-state` uses it
-        parent = round_key(best) if best is not None and best != n else BASELINE
+    parent = view.parent if view is not None and view.parent_source and view.parent else None
+    if parent is None:  # neither round-state.json nor start-round says: most likely the current best
+        parent = default_parent(snap, n)  # the engine's promotion rule, as `helix round-state` uses it
     prefill = SubmitPrefill(round_dir=folder, number=n, parent_round=parent)
     stem = snap.operator_file.stem if snap.operator_file else None
     if stem:
@@ -207,9 +267,12 @@ def submit_prefill(snap: WorkspaceSnapshot, key: str, tracker: JobTracker | None
     if snap.baseline is not None and snap.baseline.perf_file is not None:
         prefill.comparison_target_path = "../" + str(snap.baseline.perf_file.relative_to(snap.root))
     state = view.state if view is not None else None
+    # ticked only where the round folder holds the evidence (and, once round-state.json lists
+    # sources, only those it lists): a ctrl+s must not record claims nobody made
+    found = round_fill.evidence_found(folder, state.model_dump() if state is not None else None)
+    prefill.evidence_sources = [e for e in found if state is None or e in state.evidence_sources]
     if state is not None:
         prefill.hypothesis = state.hypothesis
-        prefill.evidence_sources = list(state.evidence_sources)
         prefill.correctness_status = state.correctness_status
         prefill.benchmark_status = state.benchmark_status
         prefill.perf_artifact = state.perf_artifact or prefill.perf_artifact
@@ -281,17 +344,21 @@ def write_summary(prefill: SubmitPrefill, text: str) -> Path:
 
 
 def latest_job_status(tracker: JobTracker, n: int, kind: str) -> str | None:
-    """passed/failed of the newest finished job of ``kind`` for round ``n``."""
-    for job_id in tracker.order:
+    """passed/failed of the newest job of ``kind`` for round ``n`` that ran to a verdict (the
+    engine's rule, `round_fill.latest_verdict`: a later cancelled or lost job does not count;
+    probe-bench and profile-bench never do)."""
+    from helix_engine.state import round_fill
+
+    name = round_key(n)
+    jobs = []
+    for job_id in tracker.order:  # newest first
         live = tracker.jobs.get(job_id)
-        if live is None or live.info is None or live.status in ("queued", "running"):
+        if live is None or live.info is None:
             continue
-        if live.kind not in (kind, f"run-{kind}"):  # probe-bench and profile-bench do not count
-            continue
-        if layout.parse_round_ref(live.round) != n:
-            continue
-        return "passed" if live.status == "passed" else "failed"
-    return None
+        job_kind = f"run-{live.kind}" if live.kind == kind else live.kind
+        job_round = name if layout.parse_round_ref(live.round) == n else live.round
+        jobs.append((job_kind, job_round, live.status))
+    return round_fill.latest_verdict(jobs, name, f"run-{kind}")
 
 
 def round_state_fields(prefill: SubmitPrefill, hypothesis: str, evidence: list[str], correctness: str,

@@ -79,7 +79,8 @@ class HelixApp(KeyActions, App[int]):
 
     selected: reactive[str] = reactive(render.BASELINE, init=False)
     metric: reactive[str] = reactive("auto", init=False)
-    against: reactive[str] = reactive("baseline", init=False)
+    against: reactive[str] = reactive("baseline", init=False)  # the perf pane's reference
+    diff_against: reactive[str] = reactive("parent", init=False)  # the diff pane's reference
 
     def __init__(self, workspace: Path, *, watch: bool = True, job_poll_s: float = JOB_POLL_S) -> None:
         super().__init__()
@@ -189,8 +190,8 @@ class HelixApp(KeyActions, App[int]):
         self.post_message(PerfReady(views.perf_view(snap, key, metric, against)))
 
     @work(thread=True, exclusive=True, group="diff", exit_on_error=False, description="diff")
-    def compute_diff(self, snap: WorkspaceSnapshot, key: str) -> None:
-        self.post_message(PaneText("diff", (key,), views.diff_text(snap, key), "diff"))
+    def compute_diff(self, snap: WorkspaceSnapshot, key: str, against: str = "parent") -> None:
+        self.post_message(PaneText("diff", (key,), views.diff_text(snap, key, against), "diff"))
 
     @work(thread=True, exclusive=True, group="hotspots", exit_on_error=False, description="hotspots")
     def compute_hotspots(self, snap: WorkspaceSnapshot, key: str) -> None:
@@ -363,7 +364,7 @@ class HelixApp(KeyActions, App[int]):
             else:
                 tail.poll()
         self.compute_perf(snap, self.selected, self.metric, self.against)
-        self.compute_diff(snap, self.selected)
+        self.compute_diff(snap, self.selected, self.diff_against)
         self.refresh_lazy_panes()
 
     def refresh_lazy_panes(self) -> None:
@@ -388,6 +389,10 @@ class HelixApp(KeyActions, App[int]):
 
     def watch_against(self) -> None:
         self.watch_metric()
+
+    def watch_diff_against(self) -> None:
+        if self.snapshot is not None:
+            self.compute_diff(self.snapshot, self.selected, self.diff_against)
 
 
 def run_cockpit(argv: list[str]) -> int:

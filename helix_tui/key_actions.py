@@ -33,8 +33,14 @@ class KeyActions:
         self.notify(f"metric: {self.metric}", timeout=2)
 
     def action_toggle_against(self: HelixApp) -> None:
+        """c: compare with the parent / the baseline, in the pane on screen (the diff starts
+        against the parent, the round's own change; the perf pane against the canonical baseline)."""
+        if self.main.query_one("#tabs", TabbedContent).active == "tab-diff":
+            self.diff_against = "baseline" if self.diff_against == "parent" else "parent"
+            self.notify(f"diff: against the {self.diff_against}", timeout=2)
+            return
         self.against = "parent" if self.against == "baseline" else "baseline"
-        self.notify(f"comparing with the {self.against}", timeout=2)
+        self.notify(f"perf: comparing with the {self.against}", timeout=2)
 
     def action_tab(self: HelixApp, name: str) -> None:
         self.main.query_one("#tabs", TabbedContent).active = f"tab-{name}"
@@ -63,10 +69,36 @@ class KeyActions:
             return
         try:
             argv = actions.job_argv(kind, self.snapshot, self.selected)
+        except actions.BaselineMissing as exc:  # a fresh operator folder: lead to prepare-baseline
+            self._offer_prepare_baseline(f"{exc}.")
+            return
         except actions.ActionRefused as exc:
             self.notify(str(exc), title=f"{kind} not started", severity="warning", timeout=8)
             return
         self.run_engine(f"{kind} {self.selected}", actions.spawn_call(self.workspace, argv))
+
+    def action_capture_ir(self: HelixApp) -> None:
+        """`helix ir capture` of the selected round (or the baseline) into its ir/ folder, a job."""
+        if self.snapshot is None:
+            return
+        try:
+            argv = actions.ir_capture_argv(self.snapshot, self.selected)
+        except actions.BaselineMissing as exc:
+            self._offer_prepare_baseline(f"{exc}.")
+            return
+        except actions.ActionRefused as exc:
+            self.notify(str(exc), title="IR capture not started", severity="warning", timeout=8)
+            return
+        self.run_engine(f"IR capture {self.selected}", actions.spawn_call(self.workspace, argv))
+
+    def action_prepare_baseline(self: HelixApp) -> None:
+        self._offer_prepare_baseline("")
+
+    def _offer_prepare_baseline(self: HelixApp, why: str) -> None:
+        from helix_tui.screens.forms import PrepareBaselineScreen
+
+        if self.snapshot is not None:
+            self.push_screen(PrepareBaselineScreen(self.snapshot, why))
 
     def action_cancel_job(self: HelixApp) -> None:
         job_id = self.main.query_one("#jobs", JobsPane).selected
@@ -88,11 +120,16 @@ class KeyActions:
     def action_start_round(self: HelixApp) -> None:
         from helix_tui.screens.forms import StartRoundScreen
 
-        if self.snapshot is not None:
-            self.push_screen(StartRoundScreen(self.snapshot))
+        if self.snapshot is None:
+            return
+        if actions.baseline_missing(self.snapshot) or not actions.baseline_accepted(self.snapshot):
+            self._offer_prepare_baseline("A round starts from an accepted baseline, which this workspace does not "
+                                         "have yet.")
+            return
+        self.push_screen(StartRoundScreen(self.snapshot))
 
     def action_submit_round(self: HelixApp) -> None:
-        from helix_tui.screens.forms import SubmitRoundScreen
+        from helix_tui.screens.submit import SubmitRoundScreen
 
         if self.snapshot is None:
             return

@@ -50,6 +50,13 @@ def perf_view(snap: WorkspaceSnapshot, key: str, metric: str, against: str) -> P
     state_key = (key, metric, against)
     n = key_round(key)
     if n is None or n not in snap.rounds:
+        from helix_tui.actions import baseline_missing
+
+        if n is None and baseline_missing(snap):
+            return PerfView(state_key, [], BASELINE, note="no baseline yet: press B to prepare it (helix "
+                            "prepare-baseline copies the operator into baseline/, tests, benches and submits it)")
+        if n is None and not (snap.baseline and snap.baseline.perf):
+            return PerfView(state_key, [], BASELINE, note="the baseline has no perf records yet: bench it (b)")
         return PerfView(state_key, [], BASELINE, note="baseline records (select a round to compare)")
     view = snap.rounds[n]
     if not view.perf:
@@ -142,19 +149,26 @@ def operator_of(snap: WorkspaceSnapshot, key: str) -> Path | None:
     return view.operator_file if view else None
 
 
-def diff_text(snap: WorkspaceSnapshot, key: str) -> str:
-    """Unified diff of the round operator against its parent's (capped)."""
+def diff_text(snap: WorkspaceSnapshot, key: str, against: str = "parent") -> str:
+    """Unified diff of the round operator against its parent's (``against="parent"``, the
+    default: the round's own change) or the baseline's (capped). The first line says which."""
     n = key_round(key)
     if n is None or n not in snap.rounds:
-        return "# select a round to see its operator diff against the parent"
+        return "# select a round to see its operator diff against its parent"
     view = snap.rounds[n]
     parent = view.parent or BASELINE
+    reference = parent if against == "parent" else BASELINE
+    what = f"its parent {reference}" if against == "parent" else "the baseline"
+    other = "baseline" if against == "parent" else "parent"
+    header = f"# {view.name} vs {what} (c: vs the {other})"
+    if against == "parent" and not view.parent_source:
+        header += "; no round-state.json or start-round names its parent yet"
     new_path = view.operator_file
-    old_path = operator_of(snap, parent)
+    old_path = operator_of(snap, reference)
     if new_path is None:
         return f"# {view.name} has no operator file yet"
     if old_path is None:
-        return f"# the parent {parent} has no operator file to diff against"
+        return f"# {reference} has no operator file to diff against"
     new, p1 = read_text_safe(new_path, snap.root)
     old, p2 = read_text_safe(old_path, snap.root)
     if new is None or old is None:
@@ -169,10 +183,11 @@ def diff_text(snap: WorkspaceSnapshot, key: str) -> str:
         )
     )
     if not lines:
-        return f"# {view.name} is byte-identical to {parent} (a rollback is not an optimization)"
+        return f"{header}\n# {view.name} is byte-identical to {reference}" + (
+            ": edit it (a rollback is not an optimization)" if against == "parent" else "")
     if len(lines) > MAX_DIFF_LINES:
         lines = lines[:MAX_DIFF_LINES] + [f"# … {len(lines) - MAX_DIFF_LINES} more lines (open in $EDITOR: e)"]
-    return "\n".join(lines)
+    return "\n".join([header, *lines])
 
 
 def _rel(snap: WorkspaceSnapshot, path: Path) -> str:

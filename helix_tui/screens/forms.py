@@ -1,10 +1,10 @@
-"""Forms that change the workflow: start round, submit round, set round state.
+"""Forms that change the workflow: start round, set round state, prepare the baseline (the
+submit form is in screens/submit.py).
 
-Each form calls the same `helix_engine.state.lifecycle` function as the CLI, in a thread
-worker, and shows the engine's answer inline (status, warnings, the checker's issues, the
-guideline). The forms leave the writing to the engine, and the watcher shows it; the one
-exception is a missing summary.md, which the submit form collects and writes (atomically)
-before calling submit-round, since the checker requires it.
+Each form calls the same engine function as the CLI, in a thread worker. It opens with the
+focus on the first field that needs input and shows current values; a refusal is shown inline
+(status, warnings, the issues, the guideline) and the form stays open; a pass closes it with a
+notice saying what changed. The forms leave the writing to the engine, and the watcher shows it.
 """
 
 from __future__ import annotations
@@ -18,17 +18,19 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, SelectionList, Static, TextArea
+from textual.widget import Widget
+from textual.widgets import Button, Input, Label, Select, Static
 
-from helix_engine.workspace.models import ANALYSIS_POLICIES, METRIC_SOURCES, ROUND_STRATEGIES, STATUSES, WorkspaceSnapshot
 from helix_engine.sanitize import clean
+from helix_engine.workspace.models import (
+    ANALYSIS_POLICIES,
+    ROUND_STRATEGIES,
+    StrategyState,
+    WorkspaceSnapshot,
+)
 from helix_tui import actions
+from helix_tui.actions import describe_payload
 from helix_tui.render import plain, round_key
-
-EVIDENCE_SOURCES: tuple[str, ...] = ("benchmark", "profile", "ir", "compiler-source")
-#: What the seed asks summary.md to hold (shown in the empty summary area).
-SUMMARY_PLACEHOLDER = ("The round's conclusion: the optimization points that mattered, the final pattern "
-                       "direction, the final analysis level, the evidence that decided it, open questions.")
 
 
 class EngineAnswer(Message):
@@ -39,24 +41,20 @@ class EngineAnswer(Message):
         self.error = error
 
 
-class CheckText(Message):
-    def __init__(self, text: Text) -> None:
-        super().__init__()
-        self.text = text
-
-
 def answer_text(payload: dict[str, Any], code: int, error: str | None = None) -> Text:
-    """The engine's answer as the form shows it: status, issues, warnings, guideline (escaped:
-    they quote file names and values from the workspace)."""
+    """The engine's answer as the form shows it: status, what submit-round would do (a check),
+    issues, warnings, guideline (escaped: they quote file names and values from the workspace)."""
     text = Text()
     if error:
         text.append(f"error: {clean(error, multiline=True)}\n", style="bold red")
         return text
     status = clean(payload.get("status", "pass" if code == 0 else "fail"))
     text.append(f"{status}\n", style="bold green" if status == "pass" else "bold red")
+    if payload.get("would"):
+        text.append(clean(payload["would"], multiline=True) + "\n", style="bold")
     for issue in payload.get("issues") or []:
         text.append(f"  ✘ {clean(issue, multiline=True)}\n", style="red")
-    for warning in payload.get("warnings") or []:
+    for warning in [*(payload.get("warnings") or []), *(payload.get("lints") or [])]:
         text.append(f"  ! {clean(warning, multiline=True)}\n", style="yellow")
     if payload.get("guideline"):
         text.append(clean(payload["guideline"], multiline=True) + "\n")
@@ -65,8 +63,14 @@ def answer_text(payload: dict[str, Any], code: int, error: str | None = None) ->
     return text
 
 
+def passed(payload: dict[str, Any], code: int) -> bool:
+    """The engine did what the form asked (a transition passed, a job started)."""
+    return code == 0 and payload.get("status") in ("pass", "started")
+
+
 class EngineForm(ModalScreen[None]):
-    """Shared frame: fields, a Run button (ctrl+s), the engine's answer, esc to close."""
+    """Shared frame: fields, a Run button (ctrl+s), the engine's answer, esc to close. On mount
+    the focus goes to ``first_input()``; on a pass the form closes with ``done_text``."""
 
     BINDINGS = [Binding("escape", "dismiss", "Close"), Binding("ctrl+s", "run_form", "Run")]
     TITLE_TEXT = ""
@@ -101,6 +105,17 @@ class EngineForm(ModalScreen[None]):
     def fields(self) -> ComposeResult:
         raise NotImplementedError
 
+    def on_mount(self) -> None:
+        self.first_input().focus()
+
+    def first_input(self) -> Widget:
+        """The first field that needs input (the Run button when none does)."""
+        return self.query_one("#run", Button)
+
+    def done_text(self, payload: dict[str, Any]) -> str:
+        """The notice shown when the form closes on a pass: what changed."""
+        return describe_payload(self.TITLE_TEXT, payload, 0)
+
     @on(Button.Pressed, "#run")
     def _run_pressed(self) -> None:
         self.action_run_form()
@@ -131,6 +146,10 @@ class EngineForm(ModalScreen[None]):
         self.post_message(EngineAnswer(payload, code))
 
     def on_engine_answer(self, message: EngineAnswer) -> None:
+        if message.error is None and passed(message.payload, message.code):
+            self.app.notify(self.done_text(message.payload), title=self.TITLE_TEXT, timeout=8)
+            self.dismiss()
+            return
         self.show_answer(message.payload, message.code, message.error)
 
     def show_answer(self, payload: dict[str, Any], code: int, error: str | None = None) -> None:
@@ -152,8 +171,11 @@ class StartRoundScreen(EngineForm):
 
     def fields(self) -> ComposeResult:
         n = actions.next_round_number(self.snapshot)
+        stem = self.snapshot.operator_file.stem if self.snapshot.operator_file else "<operator>"
         yield Label("Round folder")
         yield Input(round_key(n), id="round-dir", compact=True)
+        yield Label(plain(f"Parent (baseline or opt-round-M; its operator is copied to opt_{stem}.py)"))
+        yield Input(actions.default_parent(self.snapshot, n), id="parent", compact=True)
         yield Label("Round strategy")
         yield Select([(s, s) for s in ROUND_STRATEGIES], value="exploration", allow_blank=False, id="strategy", compact=True)
         yield Label("Analysis policy")
@@ -162,9 +184,20 @@ class StartRoundScreen(EngineForm):
         yield Input(placeholder="e.g. kernel is memory-bound; try vectorized loads", id="reason", compact=True)
         yield Static("", id="preview", classes="hint")
 
-    def on_mount(self) -> None:
-        self.query_one("#reason", Input).focus()
+    def on_mount(self) -> None:  # (EngineForm.on_mount runs too: Textual calls each class's handler)
         self._preview()
+
+    def first_input(self) -> Widget:
+        return self.query_one("#reason", Input)
+
+    def done_text(self, payload: dict[str, Any]) -> str:
+        text = (f"{payload.get('round')} is active ({payload.get('round_strategy')} / "
+                f"{payload.get('analysis_policy')}), built on {payload.get('parent_round') or 'its parent'}")
+        if payload.get("operator_file"):
+            made = "created from the parent's operator" if payload.get("operator_created") else "already there"
+            text += f": edit {payload['operator_file']} ({made})"
+        warnings = payload.get("warnings") or []
+        return text + "".join(f"\n! {w}" for w in warnings)
 
     @on(Select.Changed)
     def _preview(self) -> None:
@@ -187,6 +220,7 @@ class StartRoundScreen(EngineForm):
         strategy = _value(self.query_one("#strategy", Select)) or ""
         policy = _value(self.query_one("#policy", Select)) or ""
         reason = self.query_one("#reason", Input).value
+        parent = self.query_one("#parent", Input).value.strip() or None
         if not reason.strip():
             raise actions.ActionRefused("write a reason: what bottleneck this round goes after")
         round_dir = self.snapshot.root / name
@@ -194,7 +228,7 @@ class StartRoundScreen(EngineForm):
         def call() -> tuple[dict[str, Any], int]:
             from helix_engine.state.lifecycle import start_round
 
-            return start_round(round_dir, strategy, policy, reason)
+            return start_round(round_dir, strategy, policy, reason, parent_round=parent)
 
         return call
 
@@ -203,22 +237,36 @@ class SetRoundStateScreen(EngineForm):
     TITLE_TEXT = "Set the active round's strategy / analysis policy"
     RUN_LABEL = "Set"
 
+    def __init__(self, snapshot: WorkspaceSnapshot) -> None:
+        super().__init__(snapshot)
+        self.current = current_strategy(snapshot)
+
     def fields(self) -> ComposeResult:
-        entry = None
         wf = self.snapshot.workflow
-        if wf is not None and wf.current_round is not None:
-            entry = wf.rounds.get(str(wf.current_round))
-        current = entry.strategy_state if entry is not None else None
+        current = self.current
         where = f"active round: {round_key(wf.current_round)}" if wf and wf.current_round else "no active round"
         if current is not None:
             where += f" · now {current.round_strategy} / {current.analysis_policy}"
-        yield Static(plain(where), classes="hint")
-        yield Label("Round strategy (blank: keep)")
-        yield Select([(s, s) for s in ROUND_STRATEGIES], id="strategy", compact=True)
-        yield Label("Analysis policy (blank: keep; only deeper is allowed)")
-        yield Select([(p, p) for p in ANALYSIS_POLICIES], id="policy", compact=True)
+        yield Static(plain(where), classes="hint", id="now")
+        yield Label("Round strategy")
+        yield Select([(s, s) for s in ROUND_STRATEGIES], id="strategy", compact=True,
+                     value=current.round_strategy if current is not None else Select.NULL)
+        yield Label("Analysis policy (only deeper is allowed)")
+        yield Select([(p, p) for p in ANALYSIS_POLICIES], id="policy", compact=True,
+                     value=current.analysis_policy if current is not None else Select.NULL)
         yield Label("Reason")
         yield Input(id="reason", compact=True)
+
+    def first_input(self) -> Widget:
+        return self.query_one("#strategy", Select)
+
+    def done_text(self, payload: dict[str, Any]) -> str:
+        changes = [f"{what} {payload[f'previous_{key}']} → {payload[key]}"
+                   for what, key in (("strategy", "round_strategy"), ("analysis policy", "analysis_policy"))
+                   if payload.get(f"previous_{key}") not in (None, payload.get(key))]
+        text = f"{payload.get('round')}: " + ("; ".join(changes) or
+                                              f"{payload.get('round_strategy')} / {payload.get('analysis_policy')}")
+        return text + "".join(f"\n! {w}" for w in payload.get("warnings") or [])
 
     @on(Input.Submitted, "#reason")
     def _reason_entered(self) -> None:
@@ -228,6 +276,15 @@ class SetRoundStateScreen(EngineForm):
         strategy = _value(self.query_one("#strategy", Select))
         policy = _value(self.query_one("#policy", Select))
         reason = self.query_one("#reason", Input).value
+        current = self.current
+        if current is not None:  # pass only what changed: the engine refuses a no-op
+            strategy = None if strategy == current.round_strategy else strategy
+            policy = None if policy == current.analysis_policy else policy
+            if strategy is None and policy is None:
+                raise actions.ActionRefused(f"nothing to change: the round is {current.round_strategy} / "
+                                            f"{current.analysis_policy}; pick another strategy or a deeper policy")
+        if not reason.strip():
+            raise actions.ActionRefused("write a reason: why the round's contract changes")
         workspace = self.snapshot.root
 
         def call() -> tuple[dict[str, Any], int]:
@@ -238,91 +295,41 @@ class SetRoundStateScreen(EngineForm):
         return call
 
 
-class SubmitRoundScreen(EngineForm):
-    TITLE_TEXT = "Submit round"
-    RUN_LABEL = "Submit"
+def current_strategy(snap: WorkspaceSnapshot) -> StrategyState | None:
+    """The active round's strategy state, read from .helix/state.json now (the snapshot may not
+    have seen a change made a moment ago)."""
+    from helix_engine.state import workflow
 
-    def __init__(self, snapshot: WorkspaceSnapshot, prefill: actions.SubmitPrefill) -> None:
+    try:
+        wf = workflow.load_workflow(workflow.state_path(snap.root))
+    except (FileNotFoundError, ValueError):
+        wf = snap.workflow
+    if wf is None or wf.current_round is None:
+        return None
+    entry = wf.rounds.get(str(wf.current_round))
+    return entry.strategy_state if entry is not None else None
+
+
+class PrepareBaselineScreen(EngineForm):
+    """`helix prepare-baseline`, offered when the baseline is missing (b, t, n on a fresh folder)."""
+
+    TITLE_TEXT = "Prepare the baseline"
+    RUN_LABEL = "Prepare"
+
+    def __init__(self, snapshot: WorkspaceSnapshot, why: str = "") -> None:
         super().__init__(snapshot)
-        self.prefill = prefill
+        self.why = why
 
     def fields(self) -> ComposeResult:
-        p = self.prefill
-        yield Static(plain(f"{round_key(p.number)} · statuses from {p.status_source}"), classes="hint")
-        yield Label("Parent round (baseline or opt-round-M)")
-        # pre-filled from workspace files: shown escaped (what is shown is what gets submitted)
-        yield Input(clean(p.parent_round), id="parent", compact=True)
-        yield Label(plain("Hypothesis" + (f" (from the {p.hypothesis_source})" if p.hypothesis_source else "")))
-        yield Input(clean(p.hypothesis), id="hypothesis", compact=True)
-        if p.summary_missing:
-            yield Label(plain(f"Summary ({actions.summary_target(p).name} is missing: written before submitting)"))
-            yield TextArea("", id="summary", soft_wrap=True, tab_behavior="focus", placeholder=SUMMARY_PLACEHOLDER)
-        yield Label("Evidence sources")
-        yield SelectionList[str](*[(e, e, e in p.evidence_sources) for e in EVIDENCE_SOURCES], id="evidence", compact=True)
-        yield Label("Correctness status")
-        yield Select([(s, s) for s in STATUSES], value=p.correctness_status, allow_blank=False, id="correctness", compact=True)
-        yield Label("Benchmark status")
-        yield Select([(s, s) for s in STATUSES], value=p.benchmark_status, allow_blank=False, id="benchmark", compact=True)
-        yield Label("Effective metric source")
-        yield Select([(s, s) for s in METRIC_SOURCES], value=p.effective_metric_source, allow_blank=False, id="metric", compact=True)
-        yield Static("checking the round…", id="check", classes="hint")
-
-    def on_mount(self) -> None:
-        self.query_one("#hypothesis", Input).focus()
-        self.run_check()
-
-    @work(thread=True, exclusive=True, group="check", exit_on_error=False, description="helix form")
-    def run_check(self) -> None:
-        """The checker's current verdict on the round folder (read-only), shown inline."""
-        try:
-            from helix_engine.state.checks import check_round
-
-            result = check_round(self.prefill.round_dir)
-            text = Text("checker now: ", style="bold")
-            if result.status == "pass":
-                text.append("the round folder passes the checker", style="green")
-            for issue in result.issues:
-                text.append(f"\n  ✘ {clean(issue)}", style="red")
-            for lint in result.lints:
-                text.append(f"\n  ! {clean(lint)}", style="yellow")
-        except Exception as exc:  # noqa: BLE001
-            text = plain(f"cannot check the round: {exc}", "red")
-        self.post_message(CheckText(text))
-
-    def on_check_text(self, message: CheckText) -> None:
-        self.query_one("#check", Static).update(message.text)
+        op = self.snapshot.operator_file.name if self.snapshot.operator_file else "the operator"
+        lines = [self.why] if self.why else []
+        lines.append(f"helix prepare-baseline copies {op} into baseline/, runs its test and its bench there "
+                     "(jobs: see the Jobs pane, 3), writes baseline/state.json and the perf file, then submits the "
+                     "baseline. Rounds start from it (n).")
+        if not actions.baseline_missing(self.snapshot):
+            lines.append("The baseline is already prepared: preparing it again replaces it (helix refuses while "
+                         "rounds measure against it).")
+        yield Static(plain("\n\n".join(lines), multiline=True), classes="hint", id="about")
 
     def engine_call(self) -> actions.EngineCall:
-        fields = actions.round_state_fields(
-            self.prefill,
-            self.query_one("#hypothesis", Input).value,
-            list(self.query_one("#evidence", SelectionList).selected),
-            _value(self.query_one("#correctness", Select)) or "not_run",
-            _value(self.query_one("#benchmark", Select)) or "not_run",
-            _value(self.query_one("#metric", Select)) or "kernel",
-            self.query_one("#parent", Input).value,
-        )
-        if not fields["hypothesis"]:
-            raise actions.ActionRefused("write the hypothesis this round tested")
-        summary = self.query("#summary").first(TextArea).text if self.query("#summary") else None
-        if summary is not None and not summary.strip():
-            raise actions.ActionRefused("write the round summary: submit-round needs summary.md")
-        prefill = self.prefill
-        round_dir = prefill.round_dir
-        wf = self.snapshot.workflow
-        current = prefill.number if wf is not None and wf.current_round == prefill.number else None
-
-        def call() -> tuple[dict[str, Any], int]:
-            from helix_engine.state.lifecycle import submit_round, write_round_state
-
-            if summary is not None and actions.summary_file(prefill) is None:
-                actions.write_summary(prefill, summary)
-            write_round_state(round_dir, **fields)
-            return submit_round(round_dir, current_round=current)
-
-        return call
-
-    def on_engine_answer(self, message: EngineAnswer) -> None:
-        super().on_engine_answer(message)
-        self.run_check()
-
+        return actions.spawn_call(self.snapshot.root, actions.prepare_baseline_argv(self.snapshot))

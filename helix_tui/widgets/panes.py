@@ -93,7 +93,7 @@ class PerfPane(Vertical):
         self.query_one("#perf-exact", Static).update("")
         key = view.key[0]
         if not view.comparisons:
-            if key == render.BASELINE and snap.baseline is not None:
+            if key == render.BASELINE and snap.baseline is not None and snap.baseline.perf:
                 table.add_columns("case", "kernel", "total-op", "method", "error")
                 table.add_rows([[plain(cell) for cell in row] for row in record_rows(snap.baseline.perf)])
                 summary.update(Text(f"baseline · {len(snap.baseline.perf)} cases · metric {metric}"))
@@ -159,6 +159,10 @@ class TextPane(VerticalScroll):
             from rich.markdown import Markdown  # lazy: pygments costs ~90 ms at start-up
 
             body.update(Markdown(text, hyperlinks=False))
+        elif lexer == "diff":  # wrapped rows keep their +/- marker (widgets/diff_text.py)
+            from helix_tui.widgets.diff_text import DiffText
+
+            body.update(DiffText(text))
         elif lexer:
             from rich.syntax import Syntax
 

@@ -1,10 +1,12 @@
 """The round tree: baseline → rounds by parent, with status, geomean, best, active and problems.
 
-A long linear session would nest 200 levels deep, so a node's first child continues at the
-same indentation (like a commit graph) and only branches nest. A round without
-round-state.json (the active round, just started) has no known parent: it is shown at the end
-of the main chain, not as a branch of baseline. Updates that keep the shape
-only relabel nodes; a new round or a new parent rebuilds the tree and keeps the cursor.
+Children are drawn under their parent (``parent_round``; before round-state.json exists, the
+parent start-round recorded). Two exceptions keep a long session readable: the main line — the
+baseline and, while each has a single child, that child — stays at the top level (a 200-round
+linear session is a list, not 200 levels), and below MAX_DEPTH levels a round's children follow
+it at the same level with their parent named in the label (``←round-7``). A round whose parent
+nothing records is shown after the main line. Updates that keep the shape only relabel nodes;
+a new round or a new parent rebuilds the tree and keeps the cursor.
 """
 
 from __future__ import annotations
@@ -22,9 +24,14 @@ round_key = render.round_key
 key_round = render.key_round
 
 
-def node_label(snap: WorkspaceSnapshot, key: str) -> Text:
+#: Nesting levels under the main line before children follow their parent at its level.
+MAX_DEPTH = 4
+
+
+def node_label(snap: WorkspaceSnapshot, key: str, *, name_parent: bool = False) -> Text:
     """The one-line label of a tree node (also used by tests and the benchmark); a Text, so
-    Textual never parses it as markup, with workspace text (a parent's name) escaped."""
+    Textual never parses it as markup, with workspace text (a parent's name) escaped.
+    ``name_parent``: the node is not drawn under its parent, so the label names it."""
     text = Text(no_wrap=True, overflow="ellipsis")
     n = key_round(key)
     if n is None:
@@ -48,6 +55,9 @@ def node_label(snap: WorkspaceSnapshot, key: str) -> Text:
             text.append(" " + render.ICON_ACTIVE, style="bold cyan")
         if view.parent and view.parent != BASELINE and _parent_number(view.parent) not in snap.rounds:
             text.append(f" ←{clean(view.parent)}?", style="magenta")
+        elif name_parent and view.parent:
+            parent_n = _parent_number(view.parent)
+            text.append(f" ←{BASELINE if parent_n is None else f'round-{parent_n}'}", style="dim")
         problems = view.problems
     badge = render.problem_badge(problems)
     if badge:
@@ -60,8 +70,8 @@ def _parent_number(parent: str) -> int | None:
 
 
 def unknown_parent(snap: WorkspaceSnapshot, n: int) -> bool:
-    """No round-state.json yet: the snapshot's "baseline" parent is a default, not a fact."""
-    return snap.rounds[n].state is None
+    """Neither round-state.json nor start-round names the parent: "baseline" is a default, not a fact."""
+    return not snap.rounds[n].parent_source
 
 
 def shape(snap: WorkspaceSnapshot) -> tuple[tuple[int, str | None, bool], ...]:
@@ -80,6 +90,7 @@ class RoundTree(Tree[str]):
         self.show_root = False
         self.guide_depth = 2
         self.nodes_by_key: dict[str, TreeNode[str]] = {}
+        self._named_parent: set[str] = set()  # nodes not drawn under their parent (past MAX_DEPTH)
         self._shape: tuple[tuple[int, str | None, bool], ...] | None = None
         self._wanted: str | None = None
         self._settling = False  # after a rebuild: swallow cursor jumps until the wanted node is back
@@ -91,38 +102,68 @@ class RoundTree(Tree[str]):
             for key, node in self.nodes_by_key.items():
                 n = key_round(key)
                 if n is None or n in snap.rounds:
-                    node.set_label(node_label(snap, key))
+                    node.set_label(node_label(snap, key, name_parent=key in self._named_parent))
             return
         self._shape = new_shape
         self._settling = True
         self.clear()
         self.nodes_by_key = {}
+        self._named_parent = set()
         unknown = sorted(n for n in snap.rounds if unknown_parent(snap, n))
         placed: set[int] = set(unknown)
-        self._add_line(self.root, snap, BASELINE, placed)
-        for n in unknown:  # after the main chain's last round, at its indentation
-            self._add_line(self.root, snap, round_key(n), placed)
-        for n in sorted(snap.rounds):  # orphans and cycles: shown at the top level
+        self._add_main_line(snap, placed)
+        for n in unknown:  # after the main line, at the top level
+            self._add_subtree(self.root, snap, round_key(n), placed, 0)
+        for n in sorted(snap.rounds):  # anything no parent reached: shown at the top level
             if n not in placed:
                 placed.add(n)
-                self._add_line(self.root, snap, round_key(n), placed)
+                self._add_subtree(self.root, snap, round_key(n), placed, 0)
         self.root.expand_all()
         self.focus_key(selected if selected in self.nodes_by_key else BASELINE)
 
-    def _add_line(self, container: TreeNode[str], snap: WorkspaceSnapshot, key: str | None, placed: set[int]) -> None:
+    def _kids(self, snap: WorkspaceSnapshot, key: str, placed: set[int]) -> list[int]:
+        kids = [n for n in snap.children(key) if n not in placed]
+        placed.update(kids)
+        return kids
+
+    def _add(self, container: TreeNode[str], snap: WorkspaceSnapshot, key: str, *, leaf: bool,
+             name_parent: bool = False) -> TreeNode[str]:
+        label = node_label(snap, key, name_parent=name_parent)
+        node = container.add_leaf(label, data=key) if leaf else container.add(label, data=key, expand=True)
+        self.nodes_by_key[key] = node
+        if name_parent:
+            self._named_parent.add(key)
+        return node
+
+    def _add_main_line(self, snap: WorkspaceSnapshot, placed: set[int]) -> None:
+        """baseline, then while a node has exactly one child, that child, all at the top level;
+        the first node with several children holds them all, each a subtree."""
+        key: str | None = BASELINE
         while key is not None:
-            kids = [n for n in snap.children(key) if n not in placed]
-            placed.update(kids)
-            branches = kids[1:]
-            label = node_label(snap, key)
-            if branches:
-                node = container.add(label, data=key, expand=True)
+            kids = self._kids(snap, key, placed)
+            if len(kids) == 1:
+                self._add(self.root, snap, key, leaf=True)
+                key = round_key(kids[0])
+                continue
+            node = self._add(self.root, snap, key, leaf=not kids)
+            for kid in kids:
+                self._add_subtree(node, snap, round_key(kid), placed, 1)
+            key = None
+
+    def _add_subtree(self, container: TreeNode[str], snap: WorkspaceSnapshot, key: str, placed: set[int],
+                     depth: int) -> None:
+        """``key`` and its descendants under ``container`` (iterative: a deep chain must not
+        exhaust the stack). From MAX_DEPTH on, children follow their parent at its level."""
+        pending: list[tuple[TreeNode[str], str, int, bool]] = [(container, key, depth, False)]
+        while pending:
+            where, current, level, name_parent = pending.pop()
+            kids = self._kids(snap, current, placed)
+            if kids and level < MAX_DEPTH:
+                node = self._add(where, snap, current, leaf=False, name_parent=name_parent)
+                pending += [(node, round_key(k), level + 1, False) for k in reversed(kids)]
             else:
-                node = container.add_leaf(label, data=key)
-            self.nodes_by_key[key] = node
-            for b in branches:
-                self._add_line(node, snap, round_key(b), placed)
-            key = round_key(kids[0]) if kids else None
+                self._add(where, snap, current, leaf=True, name_parent=name_parent)
+                pending += [(where, round_key(k), level, True) for k in reversed(kids)]
 
     def focus_key(self, key: str) -> None:
         """Put the cursor on ``key`` once the rebuilt lines exist (else it lands on line 0 and

@@ -28,7 +28,7 @@ from helix_engine.workspace.snapshot import load_workspace
 from helix_tui.app import HelixApp
 from helix_tui.jobs_state import JobLive, JobTracker
 from helix_tui.widgets.file_tail import FileTail
-from helix_tui.widgets.round_tree import RoundTree
+from helix_tui.widgets.round_tree import MAX_DEPTH, RoundTree
 
 
 class TailApp(App[None]):
@@ -182,8 +182,17 @@ async def test_round_tree_flattens_chains_and_keeps_orphans(tmp_path: Path) -> N
         await pilot.pause()
         await pilot.pause()
         assert set(tree.nodes_by_key) == {"baseline"} | {f"opt-round-{n}" for n in range(1, 32)}
+        # baseline branches (round 1, and round 31 whose parent is missing), so the chain nests
+        # under it, but not 30 levels deep: past MAX_DEPTH a round follows its parent, naming it
         depth = max(len(list(_ancestors(n))) for n in tree.nodes_by_key.values())
-        assert depth <= 3  # a 30-round chain is not 30 levels deep
+        assert depth <= MAX_DEPTH + 1
+        nodes = tree.nodes_by_key
+        assert nodes["opt-round-2"].parent is nodes["opt-round-1"] and nodes["opt-round-1"].parent is nodes["baseline"]
+        deep = [k for k, n in nodes.items() if len(list(_ancestors(n))) == MAX_DEPTH + 1]
+        assert len(deep) > 20 and all(f"←round-{int(k.split('-')[-1]) - 1}" in str(nodes[k].label)
+                                      for k in deep if k != f"opt-round-{MAX_DEPTH}")
+        assert "←" not in str(nodes["opt-round-2"].label)
+        assert nodes["opt-round-31"].parent is nodes["baseline"]
         assert tree.cursor_node is tree.nodes_by_key["opt-round-30"]
         tree.show(snap, "opt-round-30")  # same shape: relabel only, nodes kept
         assert tree.cursor_node is tree.nodes_by_key["opt-round-30"]
@@ -237,3 +246,50 @@ async def test_usable_at_80x24(active_ws: Path) -> None:
         app.selected = "opt-round-3"
         assert await wait_for(pilot, lambda: "@@" in app.main.query_one("#diff").plain)
         assert "+++ opt-round-3/opt_add.py" in app.main.query_one("#diff").plain
+
+
+class _TreeApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield RoundTree(id="tree")
+
+
+async def _drawn(ws: Path, selected: str = "baseline") -> tuple[RoundTree, list[tuple[str, str | None]]]:
+    """The tree of ``ws`` as drawn: (key, the key of the node it hangs under) in line order."""
+    app = _TreeApp()
+    async with app.run_test(size=(60, 30)) as pilot:
+        tree = app.query_one(RoundTree)
+        tree.show(load_workspace(ws), selected)
+        await pilot.pause()
+        await pilot.pause()
+        lines = [tree.get_node_at_line(i) for i in range(len(tree.nodes_by_key))]
+        return tree, [(n.data, n.parent.data if n.parent is not tree.root else None) for n in lines]
+
+
+async def test_round_tree_draws_each_round_under_its_parent(tmp_path: Path) -> None:
+    """Issue 13, finding 3: rounds 2 and 3 (children of round 1) and 4 (child of 3) drew as
+    `round-1 ├ round-3 └ round-4` with round-2 at the top level."""
+    ws = build_workspace(tmp_path, baseline={"a": 10.0}, rounds=[
+        RoundSpec({"a": 9.0}), RoundSpec({"a": 8.0}, parent="opt-round-1", block=512),
+        RoundSpec({"a": 7.0}, parent="opt-round-1", block=1024), RoundSpec({"a": 6.0}, parent="opt-round-3", block=2048)])
+    _, drawn = await _drawn(ws)
+    assert drawn == [("baseline", None), ("opt-round-1", None), ("opt-round-2", "opt-round-1"),
+                     ("opt-round-3", "opt-round-1"), ("opt-round-4", "opt-round-3")]
+
+
+async def test_a_started_round_hangs_under_the_parent_start_round_recorded(tmp_path: Path) -> None:
+    """Before round-state.json exists, the parent start-round wrote to .helix/state.json places it."""
+    import json
+
+    from helix_engine.state.lifecycle import start_round
+
+    ws = build_workspace(tmp_path, baseline={"a": 10.0}, rounds=[
+        RoundSpec({"a": 9.0}), RoundSpec({"a": 8.0}, parent="opt-round-1", block=512)])
+    state = json.loads((ws / ".helix" / "state.json").read_text())
+    assert state["phase"] == "awaiting_round_start"
+    payload, code = start_round(ws / "opt-round-3", "exploration", "pattern_entry", "branch from round 1",
+                                parent_round="opt-round-1")
+    assert code == 0, payload
+    assert not (ws / "opt-round-3" / "round-state.json").exists()
+    _, drawn = await _drawn(ws, "opt-round-3")
+    assert drawn == [("baseline", None), ("opt-round-1", None), ("opt-round-2", "opt-round-1"),
+                     ("opt-round-3", "opt-round-1")]

@@ -47,7 +47,7 @@ def tree_hash(ws: Path) -> dict[str, str]:
 def helix(*args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([sys.executable, "-m", "helix_engine", *args], env=env, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, check=False)
 
 
 def test_check_of_a_failing_terminal_round_writes_nothing_and_says_it_would_close_it(ws: Path) -> None:
