@@ -83,8 +83,9 @@ def calibrate(workspace: Path | str = ".", *, cases: list[str] | None = None, ro
               f"against itself (paired, {mode} on {device or be.name})")]
     for item in noise.values():
         points = ", ".join(f"{p:.3f}x" for p in item.points)
-        lines.append(f"  {item.latency_id}: noise floor {item.noise_floor:.1%}, margin {item.margin:.1%} "
-                     f"(A/A {points}; {item.blocks} blocks per round)")
+        median = f", ratio of medians {item.median_margin:.1%}" if item.median_margin is not None else ""
+        lines.append(f"  {item.latency_id}: margin {item.margin:.1%} (ratio of means{median}; A/A {points}; "
+                     f"{item.blocks} blocks per round)")
     lines.append(f"Wrote {calibration.SHOWN_PATH}: verdicts and the promotion rule now use each case's margin "
                  "(never below 1%) for files measured this way.")
     return {"exit_code": 0, "calibration": str(path), "job_ids": job_ids,

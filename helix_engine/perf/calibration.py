@@ -41,6 +41,10 @@ class CaseNoise(BaseModel):
     points: list[float] = Field(default_factory=list)  # the A/A ratio of means of each round
     intervals: list[tuple[float, float]] = Field(default_factory=list)
     blocks: int = 0  # blocks per round
+    #: the same for the ratio of medians (robust to a slow outlier, so often a tighter floor)
+    median_noise_floor: float | None = None
+    median_margin: float | None = None
+    median_points: list[float] = Field(default_factory=list)
 
 
 class Calibration(BaseModel):
@@ -99,32 +103,38 @@ def _distance(value: float) -> float:
     return math.exp(abs(math.log(value))) - 1.0 if value > 0 and math.isfinite(value) else math.inf
 
 
+def _floor(points: Sequence[float], intervals: Sequence[tuple[float, float]]) -> float:
+    """max(largest distance of a point from 1.0, median interval half-width), as a fraction."""
+    half_widths = sorted((math.log(hi) - math.log(lo)) / 2 for lo, hi in intervals)
+    mid = len(half_widths) // 2
+    median_hw = half_widths[mid] if len(half_widths) % 2 else (half_widths[mid - 1] + half_widths[mid]) / 2
+    return max(max(_distance(p) for p in points), math.exp(median_hw) - 1.0)
+
+
 def case_noise(rounds: Sequence[RoundEvaluation]) -> dict[str, CaseNoise]:
     """Per case, the noise floor over the A/A rounds (each a paired evaluation of the baseline
-    against itself); cases without an interval in some round are left out."""
+    against itself), for the ratio of means and, where every round has one, the ratio of
+    medians; cases without a mean interval in some round are left out."""
     out: dict[str, CaseNoise] = {}
     ids = [c.latency_id for c in rounds[0].cases] if rounds else []
     for lid in ids:
-        points: list[float] = []
-        intervals: list[tuple[float, float]] = []
-        blocks = 0
-        for ev in rounds:
-            case = next((c for c in ev.cases if c.latency_id == lid), None)
-            if case is None or case.mean.interval is None:
-                break
-            points.append(case.mean.point)
-            intervals.append((case.mean.interval.low, case.mean.interval.high))
-            blocks = case.n_blocks
-        else:
-            if not points:
-                continue
-            half_widths = sorted((math.log(hi) - math.log(lo)) / 2 for lo, hi in intervals)
-            median_hw = half_widths[len(half_widths) // 2] if len(half_widths) % 2 else \
-                (half_widths[len(half_widths) // 2 - 1] + half_widths[len(half_widths) // 2]) / 2
-            floor = max(max(_distance(p) for p in points), math.exp(median_hw) - 1.0)
-            out[canonical_id(lid)] = CaseNoise(latency_id=lid, noise_floor=floor,
-                                               margin=max(DEFAULT_MARGIN, floor), points=points,
-                                               intervals=intervals, blocks=blocks)
+        cases = [next((c for c in ev.cases if c.latency_id == lid), None) for ev in rounds]
+        if not cases or any(c is None or c.mean.interval is None for c in cases):
+            continue
+        found = [c for c in cases if c is not None]
+        points = [c.mean.point for c in found]
+        intervals = [(c.mean.interval.low, c.mean.interval.high) for c in found if c.mean.interval is not None]
+        floor = _floor(points, intervals)
+        noise = CaseNoise(latency_id=lid, noise_floor=floor, margin=max(DEFAULT_MARGIN, floor), points=points,
+                          intervals=intervals, blocks=found[-1].n_blocks)
+        medians = [c.median for c in found]
+        if all(m is not None and m.interval is not None for m in medians):
+            m_points = [m.point for m in medians if m is not None]
+            m_floor = _floor(m_points, [(m.interval.low, m.interval.high) for m in medians
+                                        if m is not None and m.interval is not None])
+            noise.median_noise_floor, noise.median_margin = m_floor, max(DEFAULT_MARGIN, m_floor)
+            noise.median_points = m_points
+        out[canonical_id(lid)] = noise
     return out
 
 
@@ -154,8 +164,9 @@ def margins_for(workspace: Path | None, records: Sequence[PerfRecord] = ()) -> N
     mismatch = _mismatch(cal, records)
     if mismatch is not None:
         return NoiseMargins(note=f"not calibrated: {mismatch}")
-    return NoiseMargins(per_case={k: v.margin for k, v in cal.cases.items()}, source="calibrated",
-                        file=SHOWN_PATH)
+    return NoiseMargins(per_case={k: v.margin for k, v in cal.cases.items()},
+                        per_case_median={k: v.median_margin for k, v in cal.cases.items() if v.median_margin},
+                        source="calibrated", file=SHOWN_PATH)
 
 
 def workspace_of_file(path: Path) -> Path | None:

@@ -183,7 +183,7 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
             delta_pct=delta_pct(p.baseline_us, p.compare_us),
             mean=SpeedupEstimate(statistic="mean", point=p.baseline_us / p.compare_us),
             baseline_display=p.baseline_display, compare_display=p.compare_display,
-            noise_margin=margins.for_case(p.latency_id),
+            noise_margin=margins.for_case(p.latency_id), median_noise_margin=margins.for_case(p.latency_id, "median"),
         )
         ev.cases.append(case)
         b_rec, c_rec = p.baseline_record, p.compare_record
@@ -215,7 +215,7 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
             ev.geomean_median = SpeedupEstimate(
                 statistic="median", point=_geo([c.median.point for c in ev.cases if c.median is not None]))
     if with_ci:
-        _attach_intervals(ev, samples, any_samples, ev.noise_margin, ci_statistics)
+        _attach_intervals(ev, samples, any_samples, margins, ci_statistics)
     return ev
 
 
@@ -241,18 +241,18 @@ def _distribution(found: _CaseSamples, statistic: Statistic) -> Any:
 
 
 def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any_samples: bool,
-                      noise_margin: float, statistics: tuple[Statistic, ...]) -> None:
+                      margins: NoiseMargins, statistics: tuple[Statistic, ...]) -> None:
     """Each statistic's bootstrap interval and verdict, per case (judged by the case's own
-    margin) and for the geomean (by ``noise_margin``)."""
+    margin for that statistic) and for the geomean (by the mean of its cases' margins)."""
     for case in ev.cases:
         found = samples.get(case.latency_id)
         if found is None:
             continue
-        margin = case.noise_margin if case.noise_margin is not None else noise_margin
         for statistic in statistics:
             dist = _distribution(found, statistic)
             found.dists[statistic] = dist
             sample_point = stats.statistic_of(found.b, statistic) / stats.statistic_of(found.c, statistic)
+            margin = margins.for_case(case.latency_id, statistic)
             if statistic == "mean":
                 case.mean = _estimate("mean", case.mean.point, dist, sample_point, margin)
             elif case.median is not None:
@@ -270,11 +270,12 @@ def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any
     if ev.geomean is not None and "mean" in statistics:
         sample_geo = _geo([stats.statistic_of(s.b, "mean") / stats.statistic_of(s.c, "mean") for s in found_all])
         dist = stats.geomean_distribution([s.dists["mean"] for s in found_all])
-        ev.geomean = _estimate("mean", ev.geomean.point, dist, sample_geo, noise_margin)
+        ev.geomean = _estimate("mean", ev.geomean.point, dist, sample_geo, ev.noise_margin)
     if ev.geomean_median is not None and "median" in statistics:
         dist = stats.geomean_distribution([s.dists["median"] for s in found_all])
         point = ev.geomean_median.point
-        ev.geomean_median = _estimate("median", point, dist, point, noise_margin)
+        ev.geomean_median = _estimate("median", point, dist, point,
+                                      margins.for_geomean([c.latency_id for c in ev.cases], "median"))
 
 
 # --------------------------------------------------------------------------- entry points

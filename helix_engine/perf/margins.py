@@ -33,18 +33,23 @@ class NoiseMargins(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     default: float = DEFAULT_MARGIN
-    per_case: dict[str, float] = Field(default_factory=dict)  # canonical latency id → margin
+    per_case: dict[str, float] = Field(default_factory=dict)  # canonical latency id → margin (ratio of means)
+    per_case_median: dict[str, float] = Field(default_factory=dict)  # … of the ratio of medians
     source: MarginSource = "default"
     file: str | None = None  # the calibration file the margins came from
     note: str | None = None  # why a calibration was not used, when one exists
 
-    def for_case(self, latency_id: str) -> float:
-        """The case's calibrated margin (never below 1%), else the default."""
-        found = self.per_case.get(canonical_id(latency_id))
+    def for_case(self, latency_id: str, statistic: str = "mean") -> float:
+        """The case's calibrated margin for ``statistic`` (never below 1%), else the default. Each
+        statistic has its own floor: one slow outlier moves a mean far more than a median."""
+        table = self.per_case_median if statistic == "median" else self.per_case
+        found = table.get(canonical_id(latency_id))
+        if found is None and statistic == "median":
+            found = self.per_case.get(canonical_id(latency_id))
         return self.default if found is None else max(DEFAULT_MARGIN, found)
 
-    def for_geomean(self, latency_ids: Iterable[str]) -> float:
-        values = [self.for_case(lid) for lid in latency_ids]
+    def for_geomean(self, latency_ids: Iterable[str], statistic: str = "mean") -> float:
+        values = [self.for_case(lid, statistic) for lid in latency_ids]
         return sum(values) / len(values) if values else self.default
 
     def describe(self, latency_ids: Iterable[str] | None = None) -> str:

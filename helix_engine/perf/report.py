@@ -175,6 +175,7 @@ def _comparison_json(comparison: Comparison) -> dict[str, object]:
                 "samples": {"baseline": case.n_baseline, "compare": case.n_compare},
                 "blocks": case.n_blocks,
                 "noise_margin": case.noise_margin,
+                "median_noise_margin": case.median_noise_margin,
             }
             for case in comparison.cases
         ],

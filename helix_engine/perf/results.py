@@ -79,7 +79,8 @@ class CaseEvaluation(_Result):
     n_baseline: int = 0  # samples used for the intervals (0: none)
     n_compare: int = 0
     n_blocks: int = 0  # paired blocks the intervals resampled (0: not a paired comparison)
-    noise_margin: float | None = None  # the margin this case's verdicts used
+    noise_margin: float | None = None  # the margin the ratio of means' verdict used
+    median_noise_margin: float | None = None  # the margin the ratio of medians' verdict used
 
     @property
     def speedup(self) -> float:
