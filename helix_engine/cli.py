@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helix_engine.commands.patterns",
     "helix_engine.commands.ir",
     "helix_engine.commands.demo",
+    "helix_engine.commands.agent",
 )
 
 
