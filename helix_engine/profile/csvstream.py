@@ -267,20 +267,22 @@ def _balanced_prefix(data: bytes) -> int:
 
 def _blocks(handle: BinaryIO, pending: bytes, report: CsvReadReport, prefix: bytes) -> Iterator[bytes]:
     """The rest of the file in blocks of whole lines, about `CHUNK_BYTES` each, each after
-    ``prefix`` (one copy of the bytes, the one polars reads). A block may end inside a quoted
-    cell that spans lines; `_parse` then joins it to the next (counting quotes here would cost
-    a pass over every block for what profilers never write)."""
-    while more := handle.read(CHUNK_BYTES):
-        cut = more.rfind(b"\n") + 1
+    ``prefix``: read into one reused buffer, then copied once into the bytes polars parses.
+    A block may end inside a quoted cell that spans lines; `_parse` then joins it to the next
+    (counting quotes here would cost a pass over every block for what profilers never write)."""
+    buffer = bytearray(CHUNK_BYTES)
+    view = memoryview(buffer)
+    while size := handle.readinto(buffer):
+        cut = buffer.rfind(b"\n", 0, size) + 1
         if not cut:
-            pending += more
+            pending += view[:size]
             if len(pending) > MAX_LINE_BYTES:
                 report.problem(f"has a line over {MAX_LINE_BYTES >> 20} MB (not a profiler row); re-run the "
                                "profiler")
                 return
             continue
-        yield b"".join((prefix, pending, memoryview(more)[:cut]))
-        pending = more[cut:]
+        yield b"".join((prefix, pending, view[:cut]))
+        pending = bytes(view[cut:size])
     if pending:
         yield prefix + pending
 
