@@ -136,8 +136,8 @@ def _skill_path(workspace: Path, given: str | None, config: AgentConfig) -> Path
 
 def prompt(workspace: Path, skill: Path | None, target: float | None, max_rounds: int | None) -> str:
     """A short instruction naming what the job hands over (the workflow itself is the skill file)."""
-    lines = [f"Optimize the Triton operator in the helix workspace {workspace} with the helix command line "
-             "(`helix --help` lists the commands)."]
+    lines = [(f"Optimize the Triton operator in the helix workspace {workspace} with the helix command line "
+              "(`helix --help` lists the commands).")]
     lines.append(f"Follow the workflow in the skill file {skill}; read it first." if skill is not None
                  else "No skill file is configured; follow your own optimize workflow.")
     conditions = []

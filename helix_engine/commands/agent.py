@@ -11,7 +11,7 @@ from helix_engine.console import print_json
 from helix_engine.sanitize import clean
 
 
-def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
+def register(sub: argparse._SubParsersAction) -> None:
     agent = sub.add_parser("agent", help="run your configured agent command on the workspace as a job",
                            description="Run the agent command you configure (helix bundles none) in the "
                            "workspace as a job: its output is live in the cockpit's Jobs pane and x (or "

@@ -11,8 +11,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from cockpit_helpers import settle, wait_for
+
 from helix_tui.app import HelixApp
 
 ROOT = Path(__file__).resolve().parents[2]

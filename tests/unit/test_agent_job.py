@@ -47,7 +47,7 @@ def _agent_command() -> str:
     return f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
 
 
-def _wait(predicate, timeout: float = 30.0) -> bool:  # noqa: ANN001
+def _wait(predicate, timeout: float = 30.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

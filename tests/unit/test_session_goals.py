@@ -107,8 +107,8 @@ def test_environment_target_overrides_the_goal(ws: Path, capsys: pytest.CaptureF
     (("--current-round", "1", "--final-round", "1"), "5",
      "This round satisfied the current worker batch target.", "stop", "batch-complete"),
     (("--current-round", "1", "--final-round", "3"), "1",
-     "Round 1/3 in the current worker batch is complete. Next round: opt-round-2. Run `helix start-round "
-     "--round-dir opt-round-2` before beginning the next round.", "continue", "batch-continues"),
+     ("Round 1/3 in the current worker batch is complete. Next round: opt-round-2. Run `helix start-round "
+      "--round-dir opt-round-2` before beginning the next round."), "continue", "batch-continues"),
 ])
 def test_runner_flags_override_max_rounds(ws: Path, capsys: pytest.CaptureFixture[str], flags: tuple[str, ...],
                                           max_rounds: str, guideline_tail: str, decision: str, reason: str) -> None:
