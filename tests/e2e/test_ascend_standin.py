@@ -58,11 +58,21 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def test_standin_run_test_runs_the_kernel_on_the_npu_backend(ws: Path) -> None:
-    """The kernel's result matches torch's matmul: it really ran, on helix's npu backend."""
-    run = _helix(ws, "run-test", "--operator-file", "matmul.py", "--backend", "npu", "--verbose")
+def test_standin_prepare_baseline_tests_benches_and_records_the_goals(ws: Path) -> None:
+    """run-test's standalone check (the kernel's result against torch's matmul: it really ran, on
+    helix's npu backend), then run-bench in torch-npu-profiler mode, then submit-baseline."""
+    run = _helix(ws, "prepare-baseline", ".", "--backend", "npu", "--target-speedup", "1.2", "--max-rounds", "3",
+                 "--json")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "device=npu ran on cpu" in run.stdout and "All tests passed!" in run.stdout
+    payload = json.loads(run.stdout)
+    assert payload["goals"] == {"target_speedup": 1.2, "max_rounds": 3}
+    state = json.loads((ws / "baseline" / "state.json").read_text())
+    assert (state["bench_mode"], state["correctness_status"], state["benchmark_status"]) == (
+        "torch-npu-profiler", "passed", "passed")
+    (record,) = _records(ws / "baseline" / "matmul_perf.txt")
+    assert record["kernel_avg_time_us"] == pytest.approx(88.842) and record["device"] == DEVICE
+    goals = json.loads((ws / ".helix" / "goals.json").read_text())
+    assert (goals["target_speedup"], goals["max_rounds"], goals["updated_by"]) == (1.2, 3, "prepare-baseline")
 
 
 def test_standin_torch_npu_profiler_run_bench_writes_the_recorded_times(ws: Path) -> None:
