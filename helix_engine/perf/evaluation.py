@@ -18,6 +18,7 @@ The promotion rule (perf/promotion.py) and every screen read the typed ``RoundEv
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -125,13 +126,23 @@ def _usable_samples(record: PerfRecord | None, metric: str) -> list[float] | Non
     samples = record.samples_us
     if not samples or len(samples) < MIN_CI_SAMPLES:
         return None
-    if not all(map(math.isfinite, samples)) or min(samples) < MIN_TIME_US:
+    values = _resolvable(tuple(samples))
+    if values is None:
         return None
     kernel, total = record.kernel_avg_time_us, record.total_op_avg_time_us
     own = "kernel" if kernel is not None else "total-op"
     if own != metric and not (kernel is not None and kernel == total):
         return None
-    return [float(v) for v in samples]
+    return list(values)
+
+
+@functools.lru_cache(maxsize=2048)
+def _resolvable(samples: tuple[float, ...]) -> tuple[float, ...] | None:
+    """The samples as floats when every one is finite and resolvable, else None; checked once per
+    distinct sample set (the baseline's recur in every round's comparisons)."""
+    if not all(map(math.isfinite, samples)) or min(samples) < MIN_TIME_US:
+        return None
+    return tuple(float(v) for v in samples)
 
 
 def _estimate(statistic: Statistic, point: float, dist: Any, sample_point: float,
@@ -157,9 +168,12 @@ class _CaseSamples:
 def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
                noise_margin: float | NoiseMargins = DEFAULT_NOISE_MARGIN,
                ci_statistics: tuple[Statistic, ...] = STATISTICS,
-               blocks: Mapping[str, Sequence[Any]] | None = None) -> RoundEvaluation:
+               blocks: Mapping[str, Sequence[Any]] | None = None,
+               case_intervals: bool = True) -> RoundEvaluation:
     """Every number of a comparison, from the pairs a rule produced. ``ci_statistics`` limits
-    the bootstrap to the statistics a caller needs (the promotion rule judges the mean only).
+    the bootstrap to the statistics a caller needs (the promotion rule judges the mean only);
+    ``case_intervals`` False leaves the cases without intervals (the geomean's is computed all
+    the same: the promotion rule reads only that one).
 
     ``noise_margin``: one margin for every case, or per-case margins (``helix calibrate``).
     ``blocks``: latency id → the case's paired blocks (perf/paired.py): the reference and the
@@ -215,7 +229,7 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
             ev.geomean_median = SpeedupEstimate(
                 statistic="median", point=_geo([c.median.point for c in ev.cases if c.median is not None]))
     if with_ci:
-        _attach_intervals(ev, samples, any_samples, margins, ci_statistics)
+        _attach_intervals(ev, samples, any_samples, margins, ci_statistics, case_intervals)
     return ev
 
 
@@ -241,7 +255,8 @@ def _distribution(found: _CaseSamples, statistic: Statistic) -> Any:
 
 
 def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any_samples: bool,
-                      margins: NoiseMargins, statistics: tuple[Statistic, ...]) -> None:
+                      margins: NoiseMargins, statistics: tuple[Statistic, ...],
+                      case_intervals: bool = True) -> None:
     """Each statistic's bootstrap interval and verdict, per case (judged by the case's own
     margin for that statistic) and for the geomean (by the mean of its cases' margins)."""
     for case in ev.cases:
@@ -251,6 +266,8 @@ def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any
         for statistic in statistics:
             dist = _distribution(found, statistic)
             found.dists[statistic] = dist
+            if not case_intervals:
+                continue
             sample_point = stats.statistic_of(found.b, statistic) / stats.statistic_of(found.c, statistic)
             margin = margins.for_case(case.latency_id, statistic)
             if statistic == "mean":
@@ -285,7 +302,7 @@ def evaluate(baseline: Sequence[PerfRecord], candidate: Sequence[PerfRecord], *,
              metric: str = "auto", skip_latency_errors: bool = False, with_ci: bool = True,
              noise_margin: float | NoiseMargins = DEFAULT_NOISE_MARGIN, baseline_name: str = "baseline",
              compare_name: str = "compare", ci_statistics: tuple[Statistic, ...] = STATISTICS,
-             blocks: Mapping[str, Sequence[Any]] | None = None) -> RoundEvaluation:
+             blocks: Mapping[str, Sequence[Any]] | None = None, case_intervals: bool = True) -> RoundEvaluation:
     """``candidate`` against ``baseline`` under ``rule``. Never raises on data. ``blocks``: the
     paired blocks of a paired run (see ``from_pairs``)."""
     if rule == "status":
@@ -299,7 +316,7 @@ def evaluate(baseline: Sequence[PerfRecord], candidate: Sequence[PerfRecord], *,
         paired = pair_records(baseline, candidate, metric, skip_latency_errors,
                               baseline_name=baseline_name, compare_name=compare_name)
     return from_pairs(paired, rule=rule, with_ci=with_ci, noise_margin=noise_margin, ci_statistics=ci_statistics,
-                      blocks=blocks)
+                      blocks=blocks, case_intervals=case_intervals)
 
 
 def live_case(baseline: Sequence[PerfRecord], record: dict[str, Any] | PerfRecord,

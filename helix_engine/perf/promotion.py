@@ -18,7 +18,7 @@ Rounds are judged in round order, so a round's status depends only on files, nev
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from helix_engine.perf import evaluation
@@ -72,14 +72,57 @@ def _judged(ev: RoundEvaluation, baseline: Sequence[PerfRecord], records: Sequen
     if not ev.cases or any(case.median is None for case in ev.cases):
         return ev  # a case without usable samples on both sides: no interval to compute
     return evaluation.evaluate(baseline, records, rule="status", metric=metric, with_ci=True,
-                               noise_margin=margin, ci_statistics=("mean",))
+                               noise_margin=margin, ci_statistics=("mean",), case_intervals=False)
+
+
+@dataclass
+class PromotionMemo:
+    """What one ``promote`` computed, for the next call on (mostly) the same rounds: a reload after
+    one perf file changes re-decides only the rounds whose inputs changed (that round, and those
+    after it whose best-before changed), and re-bootstraps only comparisons it has not seen.
+    Entries keep their inputs and are used only when the new inputs are the same objects (or
+    equal ones): a memo never changes a number, it only skips recomputing it."""
+
+    steps: dict[int, tuple[tuple[object, ...], _Step]] = field(default_factory=dict)
+    judged: dict[object, tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
+
+
+@dataclass
+class _Step:
+    promotion: RoundPromotion
+    becomes_best: bool = False
+    superseded: RoundPromotion | None = None  # the previous best's entry, once this round beats it
+
+
+@dataclass
+class _Judged:
+    """What the rule reads of a judged comparison: its geomean, and the margin it is judged by."""
+
+    geomean: SpeedupEstimate | None
+    margin: float
+
+
+def _memo_judged(key: object, inputs: tuple[object, ...], compute: Callable[[], RoundEvaluation],
+                 margins: NoiseMargins, previous: PromotionMemo | None, memo: PromotionMemo | None) -> _Judged:
+    found = previous.judged.get(key) if previous is not None else None
+    if found is not None and found[0] == inputs:
+        result = found[1]
+    else:
+        ev = compute()
+        result = _Judged(ev.geomean, margins.for_geomean(case.latency_id for case in ev.cases))
+    if memo is not None:
+        memo.judged[key] = (inputs, result)
+    return result
 
 
 def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
-            noise_margin: float | NoiseMargins = evaluation.DEFAULT_NOISE_MARGIN) -> Promotion:
+            noise_margin: float | NoiseMargins = evaluation.DEFAULT_NOISE_MARGIN,
+            memo: PromotionMemo | None = None, previous: PromotionMemo | None = None) -> Promotion:
     """Apply the rule to every candidate in round order. ``noise_margin``: one margin, or the
     per-case margins of ``helix calibrate`` (a geomean is judged by its cases' mean margin). A
-    comparison with a paired result (``RoundEvaluation.paired``) is judged on the paired one."""
+    comparison with a paired result (``RoundEvaluation.paired``) is judged on the paired one.
+    ``memo`` (filled) and ``previous`` (read): see PromotionMemo; the result is the same with or
+    without them."""
     margins = as_margins(noise_margin)
     base_ids = [r.latency_id for r in baseline]
     overall = margins.for_geomean(base_ids)
@@ -89,58 +132,83 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
     best: Candidate | None = None
     for cand in sorted(candidates, key=lambda c: c.number):
         n = cand.number
-        ev = cand.vs_baseline
-        if not cand.eligible or ev is None or ev.geomean is None:
-            why = cand.why_not or (ev.errors[0] if ev is not None and ev.errors else "no comparison with the baseline")
-            out.rounds[n] = RoundPromotion(round=n, status=NOT_PROMOTED, reason=why)
-            continue
-        if ev.paired is not None and ev.paired.geomean is not None:
-            ev = ev.paired  # measured beside the baseline in one job: drift is out of its interval
+        before = (best.number, best.records, out.rounds[best.number]) if best is not None else None
+        inputs = (cand.eligible, cand.why_not, cand.metric, cand.records, cand.vs_baseline, before, baseline,
+                  margins)
+        found = previous.steps.get(n) if previous is not None else None
+        if found is not None and found[0] == inputs:
+            step = found[1]
         else:
-            ev = _judged(ev, baseline, cand.records, cand.metric, margins)
-        assert ev.geomean is not None
-        base_margin = margins.for_geomean(case.latency_id for case in ev.cases)
-        vs_base = ev.geomean
-        basis: Basis = "interval" if vs_base.interval is not None else "point"
-        if not beyond_noise(vs_base, base_margin):
-            slower = vs_base.point < 1.0 - base_margin
-            out.rounds[n] = RoundPromotion(
-                round=n, status=NOT_PROMOTED, vs_baseline=vs_base, basis=basis,
-                reason=(f"geomean {_text(vs_base)} vs baseline is "
-                        + ("slower than the baseline" if slower else f"not faster beyond {margin_text}")))
-            continue
-        if best is None:
-            out.rounds[n] = RoundPromotion(
-                round=n, status=CURRENT_BEST, vs_baseline=vs_base, basis=basis,
-                reason=f"geomean {_text(vs_base)} vs baseline, faster beyond {margin_text}")
+            step = _decide(cand, best, out, baseline, margins, margin_text, memo, previous)
+        if memo is not None:
+            memo.steps[n] = (inputs, step)
+        out.rounds[n] = step.promotion
+        if step.becomes_best:
+            if best is not None and step.superseded is not None:
+                out.rounds[best.number] = step.superseded
             best = cand
-            continue
-        vs = evaluation.evaluate(best.records, cand.records, rule="status", metric=cand.metric, with_ci=False,
-                                 noise_margin=margins)
-        vs = _judged(vs, best.records, cand.records, cand.metric, margins)
-        vs_best = vs.geomean
-        if vs_best is None:
-            reason = f"faster than the baseline ({_text(vs_base)}) but not comparable with round-{best.number}"
-            out.rounds[n] = RoundPromotion(round=n, status=VALIDATED, vs_baseline=vs_base, basis=basis,
-                                           previous_best=best.number, reason=reason)
-            continue
-        if vs_best.interval is None:
-            basis = "point"
-        if beyond_noise(vs_best, margins.for_geomean(case.latency_id for case in vs.cases)):
-            old = out.rounds[best.number]
-            out.rounds[best.number] = old.model_copy(update={
-                "status": VALIDATED, "reason": f"{old.reason}; superseded by round-{n}"})
-            out.rounds[n] = RoundPromotion(
-                round=n, status=CURRENT_BEST, vs_baseline=vs_base, vs_previous_best=vs_best, basis=basis,
-                previous_best=best.number,
-                reason=f"geomean {_text(vs_base)} vs baseline and {_text(vs_best)} vs round-{best.number}, "
-                       f"both faster beyond {margin_text}")
-            best = cand
-        else:
-            out.rounds[n] = RoundPromotion(
-                round=n, status=VALIDATED, vs_baseline=vs_base, vs_previous_best=vs_best, basis=basis,
-                previous_best=best.number,
-                reason=f"faster than the baseline ({_text(vs_base)}) but not than round-{best.number} "
-                       f"beyond {margin_text} ({_text(vs_best)})")
     out.best_round = best.number if best is not None else None
     return out
+
+
+def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: Sequence[PerfRecord],
+            margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
+            previous: PromotionMemo | None) -> _Step:
+    """The rule for one round, given the best before it (``out`` holds the rounds before it)."""
+    n = cand.number
+    ev = cand.vs_baseline
+    if not cand.eligible or ev is None or ev.geomean is None:
+        why = cand.why_not or (ev.errors[0] if ev is not None and ev.errors else "no comparison with the baseline")
+        return _Step(RoundPromotion(round=n, status=NOT_PROMOTED, reason=why))
+    if ev.paired is not None and ev.paired.geomean is not None:
+        ev = ev.paired  # measured beside the baseline in one job: drift is out of its interval
+        judged = _Judged(ev.geomean, margins.for_geomean(case.latency_id for case in ev.cases))
+    else:
+        outer = ev
+        judged = _memo_judged(("baseline", n), (outer, baseline, cand.records, cand.metric, margins),
+                              lambda: _judged(outer, baseline, cand.records, cand.metric, margins), margins,
+                              previous, memo)
+    assert judged.geomean is not None
+    base_margin = judged.margin
+    vs_base = judged.geomean
+    basis: Basis = "interval" if vs_base.interval is not None else "point"
+    if not beyond_noise(vs_base, base_margin):
+        slower = vs_base.point < 1.0 - base_margin
+        return _Step(RoundPromotion(
+            round=n, status=NOT_PROMOTED, vs_baseline=vs_base, basis=basis,
+            reason=(f"geomean {_text(vs_base)} vs baseline is "
+                    + ("slower than the baseline" if slower else f"not faster beyond {margin_text}"))))
+    if best is None:
+        return _Step(RoundPromotion(
+            round=n, status=CURRENT_BEST, vs_baseline=vs_base, basis=basis,
+            reason=f"geomean {_text(vs_base)} vs baseline, faster beyond {margin_text}"), becomes_best=True)
+
+    def versus_best() -> RoundEvaluation:
+        assert best is not None
+        vs = evaluation.evaluate(best.records, cand.records, rule="status", metric=cand.metric, with_ci=False,
+                                 noise_margin=margins)
+        return _judged(vs, best.records, cand.records, cand.metric, margins)
+
+    vs = _memo_judged((best.number, n), (best.records, cand.records, cand.metric, margins), versus_best,
+                      margins, previous, memo)
+    vs_best = vs.geomean
+    if vs_best is None:
+        reason = f"faster than the baseline ({_text(vs_base)}) but not comparable with round-{best.number}"
+        return _Step(RoundPromotion(round=n, status=VALIDATED, vs_baseline=vs_base, basis=basis,
+                                    previous_best=best.number, reason=reason))
+    if vs_best.interval is None:
+        basis = "point"
+    if beyond_noise(vs_best, vs.margin):
+        old = out.rounds[best.number]
+        superseded = old.model_copy(update={
+            "status": VALIDATED, "reason": f"{old.reason}; superseded by round-{n}"})
+        return _Step(RoundPromotion(
+            round=n, status=CURRENT_BEST, vs_baseline=vs_base, vs_previous_best=vs_best, basis=basis,
+            previous_best=best.number,
+            reason=f"geomean {_text(vs_base)} vs baseline and {_text(vs_best)} vs round-{best.number}, "
+                   f"both faster beyond {margin_text}"), becomes_best=True, superseded=superseded)
+    return _Step(RoundPromotion(
+        round=n, status=VALIDATED, vs_baseline=vs_base, vs_previous_best=vs_best, basis=basis,
+        previous_best=best.number,
+        reason=f"faster than the baseline ({_text(vs_base)}) but not than round-{best.number} "
+               f"beyond {margin_text} ({_text(vs_best)})"))

@@ -187,9 +187,28 @@ def content_seed(values: Sequence[float], statistic: Statistic, seed: int = DEFA
     return (seed ^ digest) & 0xFFFFFFFF
 
 
+#: Distinct sample sets whose checked values, statistics and seeds are remembered (a case's
+#: samples recur in every comparison it is part of: the baseline's in every round's).
+_SAMPLE_SETS = 2048
+
+
+@functools.lru_cache(maxsize=_SAMPLE_SETS)
+def _checked(values: tuple[float, ...], what: str) -> tuple[float, ...]:
+    """``_clean`` once per distinct sample set (an error is raised again on every call)."""
+    return tuple(_clean(values, what))
+
+
+_seed_of = functools.lru_cache(maxsize=_SAMPLE_SETS)(content_seed)
+
+
 def statistic_of(samples: Sequence[float], statistic: Statistic) -> float:
     """The median or mean of ``samples`` (pure Python: faster than numpy for a case's few
-    hundred samples, and the core asks for it once per case and comparison)."""
+    hundred samples), computed once per distinct sample set and statistic."""
+    return _statistic_of(tuple(samples), statistic)
+
+
+@functools.lru_cache(maxsize=_SAMPLE_SETS)
+def _statistic_of(samples: tuple[float, ...], statistic: Statistic) -> float:
     values = _clean(samples)
     return statistics.median(values) if statistic == "median" else math.fsum(values) / len(values)
 
@@ -227,12 +246,12 @@ def ratio_bootstrap(b_samples: Sequence[float], c_samples: Sequence[float], stat
     sides resampled independently. Each side's distribution is cached on its samples: the
     snapshot, the panes and the promotion rule compare the same baseline and rounds again and
     again (a round against the baseline, then against the best before it)."""
-    b = _clean(b_samples, "baseline samples")
-    c = _clean(c_samples, "compare samples")
+    b = _checked(tuple(b_samples), "baseline samples")
+    c = _checked(tuple(c_samples), "compare samples")
     if min(b) <= 0 or min(c) <= 0:
         raise ValueError("samples must all be > 0")
-    b_dist = _side_distribution(tuple(b), statistic, n_resamples, content_seed(b, statistic, seed))
-    c_dist = _side_distribution(tuple(c), statistic, n_resamples, content_seed(c, statistic, seed))
+    b_dist = _side_distribution(b, statistic, n_resamples, _seed_of(b, statistic, seed))
+    c_dist = _side_distribution(c, statistic, n_resamples, _seed_of(c, statistic, seed))
     return b_dist.astype(float) / c_dist
 
 

@@ -7,6 +7,8 @@ A workspace W holds one operator ``<op>.py`` plus its harnesses, ``baseline/`` a
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import stat
 from pathlib import Path
@@ -67,11 +69,11 @@ def is_operator_name(name: str) -> bool:
 
 def discover_operator(workspace: Path) -> tuple[Path | None, list[Problem]]:
     """Find the single operator ``.py`` at the top of the workspace."""
-    try:
-        names = sorted(p.name for p in Path(workspace).iterdir() if p.is_file())
+    try:  # the name filter first: a 2000-round workspace has 2000 folders and a few files
+        names = sorted(e.name for e in _entries(workspace) if is_operator_name(e.name) and _is_file(e))
     except OSError as exc:
         return None, [Problem(file=".", message=f"cannot list the workspace ({exc.strerror or exc})")]
-    candidates = [n for n in names if is_operator_name(n)]
+    candidates = names
     if len(candidates) == 1:
         return Path(workspace) / candidates[0], []
     if not candidates:
@@ -97,13 +99,13 @@ def list_round_dirs(workspace: Path) -> tuple[dict[int, Path], list[Problem]]:
     rounds: dict[int, Path] = {}
     problems: list[Problem] = []
     try:
-        entries = sorted(Path(workspace).iterdir())
+        entries = sorted((e for e in _entries(workspace) if e.name.startswith(ROUND_PREFIX)), key=lambda e: e.name)
     except OSError as exc:
         return {}, [Problem(file=".", message=f"cannot list the workspace ({exc.strerror or exc})")]
-    for entry in entries:
-        if not entry.name.startswith(ROUND_PREFIX):
-            continue
-        n = round_number(entry.name)
+    base = Path(workspace)
+    for found in entries:
+        n = round_number(found.name)
+        entry = base / found.name
         if n is None:
             problems.append(
                 Problem(
@@ -114,12 +116,39 @@ def list_round_dirs(workspace: Path) -> tuple[dict[int, Path], list[Problem]]:
                 )
             )
             continue
+        if _plain_dir(found):  # a real folder, no link: nothing to check (no system call either)
+            rounds[n] = entry
+            continue
         problem = _round_folder_problem(workspace, entry)
         if problem is not None:
             problems.append(problem)
             continue
         rounds[n] = entry
     return rounds, problems
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    """A folder's entries, each with the type the listing already knows (no stat per entry)."""
+    with os.scandir(folder) as it:
+        return list(it)
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    """``Path.is_file`` of the entry: links followed; a missing or looping target is no file,
+    any other error is raised as it was."""
+    try:
+        return entry.is_file()
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP):
+            return False
+        raise
+
+
+def _plain_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _round_folder_problem(workspace: Path, entry: Path) -> Problem | None:

@@ -402,9 +402,12 @@ def exists_dir(path: Path) -> bool:
         return False
 
 
-def list_dir(path: Path) -> list[Path]:
-    """Sorted entries of a folder, or [] when it cannot be listed."""
+def list_dir(path: Path, *, suffix: str = "") -> list[Path]:
+    """Sorted entries of a folder (those whose name ends with ``suffix``), or [] when it cannot
+    be listed. Names are filtered and sorted before any path is built: a workspace's top folder
+    holds a folder per round."""
     try:
-        return sorted(path.iterdir())
-    except OSError:
+        names = sorted(name for name in os.listdir(path) if name.endswith(suffix))
+    except (OSError, ValueError):
         return []
+    return [path / name for name in names]

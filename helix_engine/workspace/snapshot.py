@@ -37,6 +37,8 @@ from helix_engine.workspace.round_reading import (
 
 T = TypeVar("T")
 VERIFY_DIR = "opt-verify"
+_FOREIGN_PERF = "foreign_perf"  # extra: round -> its perf file, when not directly in its own folder
+_PER_ROUND = ("round_file_problems", "round_state_notes", "round_targets", _FOREIGN_PERF)
 
 
 def _guard(snap_problems: list[Problem], what: str, fn: Callable[[], T], default: T) -> T:
@@ -61,7 +63,7 @@ def _load_layout(snap: WorkspaceSnapshot) -> dict[int, Path]:
     problems += op_problems
     dirs, dir_problems = layout.list_round_dirs(snap.root)
     problems += dir_problems
-    top_perf = [p for p in list_dir(snap.root) if p.name.endswith("_perf.txt") and exists_file(p)]
+    top_perf = [p for p in list_dir(snap.root, suffix="_perf.txt") if exists_file(p)]
     snap.extra["top_level_perf"] = top_perf
     snap.extra["has_artifacts"] = bool((snap.root / layout.OPT_NOTE).exists() or dirs or top_perf)
     snap.extra["layout_problems"] = problems
@@ -85,6 +87,13 @@ def _set_round(snap: WorkspaceSnapshot, n: int, rdir: Path) -> None:
     snap.extra.setdefault("round_file_problems", {})[n] = loaded.problems
     snap.extra.setdefault("round_state_notes", {})[n] = loaded.state_note
     snap.extra.setdefault("round_targets", {})[n] = loaded.comparison_target
+    # a perf file outside its own (unlinked) round folder: a reload finds its owner by resolving
+    # it; every other one is found by the folder a changed path lies in
+    perf, foreign = loaded.view.perf_file, snap.extra.setdefault(_FOREIGN_PERF, {})
+    if perf is not None and (perf.parent != rdir or os.path.islink(rdir)):
+        foreign[n] = perf
+    else:
+        foreign.pop(n, None)
 
 
 def _set_opt_note(snap: WorkspaceSnapshot) -> None:
@@ -169,7 +178,7 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
     # may still be on screen in another thread
     new = dataclasses.replace(snap, rounds={n: dataclasses.replace(v) for n, v in snap.rounds.items()},
                               extra=dict(snap.extra), problems=[])
-    for key in ("round_file_problems", "round_state_notes", "round_targets"):
+    for key in _PER_ROUND:
         new.extra[key] = dict(snap.extra.get(key, {}))
     root = new.root
     if not exists_dir(root):
@@ -178,8 +187,9 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
     new.extra["internal_problems"] = internal
     parts: set[str] = set()
     rounds_to_read: set[int] = set()
-    perf_owner = {_safe_resolve(v.perf_file): n for n, v in snap.rounds.items() if v.perf_file is not None}
+    perf_owner = {_safe_resolve(p): n for n, p in new.extra[_FOREIGN_PERF].items()}  # usually none
     perf_owner.pop(None, None)
+    real_root = _safe_resolve(root)
     baseline_perf = _safe_resolve(snap.baseline.perf_file) if snap.baseline and snap.baseline.perf_file else None
     for raw in changed:
         rel = _relative(root, Path(raw))
@@ -205,6 +215,11 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
         resolved = _safe_resolve(root / rel)
         if resolved is not None and resolved in perf_owner:
             rounds_to_read.add(perf_owner[resolved])
+        if resolved is not None and real_root is not None:  # reached through a link: the round it lies in
+            real_rel = _relative(real_root, resolved)
+            m = layout.round_number(real_rel.parts[0]) if real_rel is not None and real_rel.parts else None
+            if m is not None:
+                rounds_to_read.add(m)
         if resolved is not None and resolved == baseline_perf:
             parts.add("baseline")
     old_stem = _op_stem(snap)
@@ -216,7 +231,7 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
     for n in list(new.rounds):
         if n not in dirs:
             del new.rounds[n]
-            for key in ("round_file_problems", "round_state_notes", "round_targets"):
+            for key in _PER_ROUND:
                 new.extra[key].pop(n, None)
     for n, rdir in sorted(dirs.items()):
         if n in rounds_to_read or n not in new.rounds:
@@ -361,7 +376,8 @@ def _derive(snap: WorkspaceSnapshot) -> None:
                 derived.append(Problem(".helix/state.json", f"lists round {key} ({entry.status}) but "
                                        f"{entry.round_dir} does not exist; restore the folder or start the "
                                        "round again", severity="warning"))
-    evaluation = status_rules.evaluate(snap)
+    evaluation = status_rules.evaluate(snap)  # reads the memo the snapshot it was reloaded from left
+    snap.extra[status_rules.MEMO_KEY] = evaluation.memo
     snap.evaluation = evaluation
     snap.promotion = evaluation.promotion
     for n, result in evaluation.results.items():

@@ -17,7 +17,7 @@ from typing import Any
 from helix_engine.perf import evaluation
 from helix_engine.perf.evaluation import Metric, Pair, Paired
 from helix_engine.perf.margins import NoiseMargins
-from helix_engine.perf.promotion import Candidate, promote
+from helix_engine.perf.promotion import Candidate, PromotionMemo, promote
 from helix_engine.perf.results import Promotion, RoundEvaluation
 from helix_engine.workspace.models import PerfRecord, Problem, RoundView
 
@@ -352,6 +352,7 @@ class Evaluation:
     warnings: list[str]
     problems: list[Problem]
     promotion: Promotion = field(default_factory=lambda: Promotion(noise_margin=evaluation.DEFAULT_NOISE_MARGIN))
+    memo: EvaluationMemo | None = None  # what this evaluation computed, for the next (see EvaluationMemo)
 
     @property
     def best(self) -> RoundEvaluation | None:
@@ -380,43 +381,35 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] |
         from helix_engine.perf.calibration import margins_for
 
         noise_margin = margins_for(snap.root, base_records)
+    previous = extra.get(MEMO_KEY)
+    previous = previous if isinstance(previous, EvaluationMemo) else None
+    if previous is not None and previous.margins == noise_margin:
+        noise_margin = previous.margins  # the same margins: the same object, so memo keys match at once
+    memo = EvaluationMemo(margins=noise_margin)
     results: dict[int, RoundResult] = {}
     skipped: dict[int, str] = {}
     notes = extra.get("round_state_notes", {})
+    operator_file = baseline.operator_file if baseline is not None else None
     for n in sorted(snap.rounds):
         view = snap.rounds[n]
-        reason = round_skip_reason(view, notes.get(n))
-        if reason is None and view.perf_file is None:
-            reason = "its perf artifact is missing"
-        if reason is not None:
-            skipped[n] = reason
-            warnings.append(f"skipping {view.name} because {reason}")
-            continue
-        if not base_records:
-            skipped[n] = MISSING_BASELINE
-            continue
-        chosen = metric_for_round(metric, view.state.effective_metric_source if view.state else None)
-        if not view.perf:
-            skipped[n] = "its perf file has no readable records"
-            warnings.append(f"cannot parse perf file for {view.name}")
-            continue
-        result = compare_with_baseline(base_records, view.perf, chosen, round_name=view.name,
-                                       baseline_file=base_file,
-                                       round_file=_shown_file(snap, view.perf_file, view.name),
-                                       noise_margin=noise_margin)
-        if result.comparison is not None and view.perf_file is not None and baseline is not None:
-            from helix_engine.perf.paired import attach_paired
-
-            attach_paired(result.comparison, view.perf_file, baseline.operator_file, view.perf,
-                          workspace=snap.root, noise_margin=noise_margin, ci_statistics=("mean",))
-        results[n] = result
-        warnings += result.warnings
-        if not result.comparable:
-            skipped[n] = result.comparison.errors[0] if result.comparison and result.comparison.errors \
-                else "not comparable"
+        note = notes.get(n)
+        inputs = (view.state, view.perf_file, view.perf, note, base_records, base_file, metric, noise_margin,
+                  operator_file, snap.root)
+        found = previous.rounds.get(n) if previous is not None else None
+        if found is not None and found[0] == inputs:
+            outcome = found[1]
+        else:
+            outcome = _judge_round(snap, view, note, base_records, base_file, metric, noise_margin)
+        memo.rounds[n] = (inputs, outcome)
+        if outcome.result is not None:
+            results[n] = outcome.result
+        if outcome.skipped is not None:
+            skipped[n] = outcome.skipped
+        warnings += outcome.warnings
     comparable = {n: r.comparison for n, r in results.items() if r.comparable and r.comparison is not None}
     best = best_round(comparable)
-    promotion = _promote(snap, metric, results, skipped, base_records, statuses or {}, noise_margin)
+    promotion = _promote(snap, metric, results, skipped, base_records, statuses or {}, noise_margin, memo,
+                         previous)
     has_artifacts = bool(extra.get("has_artifacts"))
     if best is not None:
         state = "ok"
@@ -444,12 +437,68 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] |
             warnings.append(MISSING_COMPARABLE)
     return Evaluation(metric=metric, state=state, results=results, skipped=skipped, best_round=best,
                       logged=logged, warnings=list(dict.fromkeys(warnings)), problems=problems,
-                      promotion=promotion)
+                      promotion=promotion, memo=memo)
+
+
+#: ``snapshot.extra`` key of the memo its evaluation left, which the evaluation of its reload reads.
+MEMO_KEY = "evaluation_memo"
+
+
+@dataclass
+class _RoundOutcome:
+    """One round under the status rules: skipped (why), its warnings, its comparison."""
+
+    skipped: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    result: RoundResult | None = None
+
+
+@dataclass
+class EvaluationMemo:
+    """What one ``evaluate`` computed, kept by the snapshot for the evaluation of its reload: a
+    round whose inputs are the same objects as last time (a reload keeps every part it did not
+    re-read) reuses its outcome, and the promotion rule re-decides only what can have changed.
+    An entry is used only when its inputs compare equal, so the memo never changes a result."""
+
+    margins: Any = None
+    rounds: dict[int, tuple[tuple[object, ...], _RoundOutcome]] = field(default_factory=dict)
+    promotion: PromotionMemo = field(default_factory=PromotionMemo)
+
+
+def _judge_round(snap: Any, view: RoundView, note: str | None, base_records: list[PerfRecord], base_file: str,
+                 metric: str | None, noise_margin: float | NoiseMargins) -> _RoundOutcome:
+    """The status rules for one round (its comparison with the baseline, or why it is skipped)."""
+    reason = round_skip_reason(view, note)
+    if reason is None and view.perf_file is None:
+        reason = "its perf artifact is missing"
+    if reason is not None:
+        return _RoundOutcome(reason, [f"skipping {view.name} because {reason}"])
+    if not base_records:
+        return _RoundOutcome(MISSING_BASELINE)
+    chosen = metric_for_round(metric, view.state.effective_metric_source if view.state else None)
+    if not view.perf:
+        return _RoundOutcome("its perf file has no readable records", [f"cannot parse perf file for {view.name}"])
+    result = compare_with_baseline(base_records, view.perf, chosen, round_name=view.name,
+                                   baseline_file=base_file,
+                                   round_file=_shown_file(snap, view.perf_file, view.name),
+                                   noise_margin=noise_margin)
+    baseline = snap.baseline
+    if result.comparison is not None and view.perf_file is not None and baseline is not None:
+        from helix_engine.perf.paired import attach_paired
+
+        attach_paired(result.comparison, view.perf_file, baseline.operator_file, view.perf,
+                      workspace=snap.root, noise_margin=noise_margin, ci_statistics=("mean",))
+    skipped = None
+    if not result.comparable:
+        skipped = result.comparison.errors[0] if result.comparison and result.comparison.errors \
+            else "not comparable"
+    return _RoundOutcome(skipped, list(result.warnings), result)
 
 
 def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], skipped: dict[int, str],
              base_records: list[PerfRecord], statuses: dict[int, str],
-             noise_margin: float | NoiseMargins) -> Promotion:
+             noise_margin: float | NoiseMargins, memo: EvaluationMemo | None = None,
+             previous: EvaluationMemo | None = None) -> Promotion:
     """The promotion rule over every round: eligible when the status rules compared it and no
     submit-round failed it."""
     candidates: list[Candidate] = []
@@ -465,7 +514,9 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
             number=n, eligible=eligible, why_not=why,
             metric=metric_for_round(metric, view.state.effective_metric_source if view.state else None),
             records=view.perf, vs_baseline=result.comparison if result is not None else None))
-    return promote(candidates, base_records, noise_margin=noise_margin)
+    return promote(candidates, base_records, noise_margin=noise_margin,
+                   memo=memo.promotion if memo is not None else None,
+                   previous=previous.promotion if previous is not None else None)
 
 
 def _shown_file(snap: Any, path: Any, default: str) -> str:
