@@ -180,11 +180,15 @@ def ir_capture_argv(snap: WorkspaceSnapshot, key: str) -> list[str]:
 
 
 def cancel_call(workspace: Path, job_id: str) -> EngineCall:
+    """`helix jobs cancel`: the same engine call and the same sentence (a finished job says so)."""
     def call() -> tuple[dict[str, Any], int]:
+        from helix_engine.jobs.registry import load_job
         from helix_engine.jobs.runner import cancel_job
+        from helix_engine.jobs.summary import cancel_text
 
-        info = cancel_job(workspace, job_id)
-        return {"status": info.status, "job": info.id, "message": info.message}, 0
+        before = load_job(workspace, job_id)
+        info = cancel_job(workspace, before.id)
+        return {"status": info.status, "job": info.id, "sentence": cancel_text(before, info)}, 0
 
     return call
 
@@ -193,6 +197,8 @@ def describe_payload(title: str, payload: dict[str, Any], code: int) -> str:
     """One notification line for an engine result."""
     if payload.get("status") == "started":
         return f"started `helix {' '.join(payload.get('argv', []))}` (pid {payload.get('pid')}); see the Jobs pane (3)"
+    if payload.get("sentence"):
+        return str(payload["sentence"])
     parts = [str(payload.get("status", "done" if code == 0 else "failed"))]
     if payload.get("message"):
         parts.append(str(payload["message"]))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 import asyncio
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -91,7 +90,6 @@ class HelixApp(KeyActions, App[int]):
         self.job_poll_s = job_poll_s
         self.ir_stage: str | None = None
         self.status_note = ""
-        self._jobs_lock = threading.Lock()
         self._stop_watch = asyncio.Event()
         self._watching = False
         self._main: MainScreen | None = None
@@ -127,7 +125,8 @@ class HelixApp(KeyActions, App[int]):
     def ready(self) -> bool:
         """False before the main screen is composed and after it is gone (late messages)."""
         main = self._main
-        return main is not None and getattr(main, "composed", False) and main.is_attached and not self._exit
+        return (main is not None and getattr(main, "composed", False) and main.is_attached and not self._exit
+                and self.is_running)  # not while the app shuts down (its widgets are being removed)
 
     @property
     def header(self) -> CockpitHeader:
@@ -143,10 +142,21 @@ class HelixApp(KeyActions, App[int]):
 
     @work(thread=True, exclusive=True, group="jobs", exit_on_error=False, description="jobs")
     def poll_jobs(self) -> None:
-        with self._jobs_lock:
-            changed = self.tracker.refresh()
+        changed = self.tracker.refresh()  # reads disk holding only the tracker's reader lock
+        changed |= self.tracker.evaluate_cases(self._baseline_perf())
         if changed or self.tracker.error:
             self.post_message(JobsChanged(changed))
+
+    @work(thread=True, exclusive=True, group="jobs-eval", exit_on_error=False, description="jobs-eval")
+    def evaluate_jobs(self) -> None:
+        """The live speedups against a (re)loaded baseline, off the event loop."""
+        changed = self.tracker.evaluate_cases(self._baseline_perf())
+        if changed:
+            self.post_message(JobsChanged(changed))
+
+    def _baseline_perf(self) -> list:
+        snap = self.snapshot
+        return snap.baseline.perf if snap is not None and snap.baseline is not None else []
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="watch")
     async def watch_files(self) -> None:
@@ -182,8 +192,7 @@ class HelixApp(KeyActions, App[int]):
                 self.post_message(JobsChanged(changed))
 
     def _poll_some_jobs(self, job_ids: set[str]) -> set[str]:
-        with self._jobs_lock:
-            return self.tracker.poll(job_ids)
+        return self.tracker.poll(job_ids) | self.tracker.evaluate_cases(self._baseline_perf())
 
     @work(thread=True, exclusive=True, group="perf", exit_on_error=False, description="perf")
     def compute_perf(self, snap: WorkspaceSnapshot, key: str, metric: str, against: str) -> None:
@@ -222,12 +231,14 @@ class HelixApp(KeyActions, App[int]):
             self.watch_files()
         if self.ready:
             self.render_all()
-            self.show_jobs()  # the live speedups need the baseline
+            self.show_jobs()
+        self.evaluate_jobs()  # the live speedups need the baseline
 
     def on_snapshot_reloaded(self, message: SnapshotReloaded) -> None:
         self.snapshot = message.snapshot
         if self.ready:
             self.render_all(message.batch)
+        self.evaluate_jobs()  # against the baseline as reloaded
 
     def on_files_touched(self, message: FilesTouched) -> None:
         """Poll the open note tails of the selected round right away (appends are the common case)."""
@@ -242,12 +253,15 @@ class HelixApp(KeyActions, App[int]):
         self.show_jobs()
 
     def show_jobs(self) -> None:
-        if self.ready:
-            with self._jobs_lock:
-                base = self.snapshot.baseline.perf if self.snapshot is not None and self.snapshot.baseline else []
-                self.tracker.evaluate_cases(base)  # the engine's numbers; the pane only reads them
+        """Render the jobs view the workers read (the lock is held only for in-memory work)."""
+        if not self.ready:
+            return
+        try:
+            with self.tracker.lock:
                 self.main.query_one("#jobs", JobsPane).show(self.tracker)
                 self.main.query_one("#live-jobs", JobsStrip).show(self.tracker)
+        except NoMatches:  # the screen is being torn down
+            return
 
     def on_watch_stopped(self, message: WatchStopped) -> None:
         if not self.ready:

@@ -91,12 +91,13 @@ def _clock(ts: float | None) -> str:
     return datetime.fromtimestamp(ts).strftime("%H:%M:%S") if ts else "-"
 
 
-def _duration(job: Any) -> str:
-    if not job.started_at:
-        return "-"
-    end = job.ended_at or (time.time() if job.status == "running" else job.started_at)
-    secs = max(0.0, end - job.started_at)
-    return f"{secs:.1f}s" if secs < 60 else f"{int(secs // 60)}m{int(secs % 60):02d}s"
+def _duration(job: Any, folder: Path | None = None) -> str:
+    """How long the job ran, as the cockpit's Jobs pane shows it (jobs/summary.py); a lost job
+    ran until the last write in its ``folder``."""
+    from helix_engine.jobs import summary
+
+    last_seen = summary.last_activity(folder) if folder is not None and job.status == "lost" else None
+    return summary.time_text(job, last_seen=last_seen)
 
 
 def _peak(job: Any) -> str | None:
@@ -171,12 +172,20 @@ def _record_summary(record: Any) -> str:
 
 
 def _progress(events: list[dict[str, Any]]) -> tuple[int, int] | None:
-    for event in reversed(events):
-        if event.get("event") == "progress":
-            done, total = event.get("done"), event.get("total")
-            if isinstance(done, int) and isinstance(total, int):
-                return done, total
-    return None
+    """(done, total) folded from the job's events as the cockpit folds them (jobs/summary.py);
+    None when no event says anything about progress."""
+    from helix_engine.jobs.summary import Progress
+
+    progress = Progress()
+    for event in events:
+        progress.fold(event)
+    return (progress.done, progress.total) if progress.text() else None
+
+
+def _done_text(done: tuple[int, int] | None) -> str:
+    from helix_engine.jobs.summary import Progress
+
+    return Progress(done[0], done[1]).text() if done else ""
 
 
 def _all_events(folder: Path) -> list[dict[str, Any]]:
@@ -194,13 +203,15 @@ def _all_events(folder: Path) -> list[dict[str, Any]]:
 
 # ----------------------------------------------------------------------------- handlers
 def cmd_list(args: argparse.Namespace) -> int:
-    from helix_engine.jobs.registry import ACTIVE_STATUSES, job_dir, scan_jobs
+    from helix_engine.jobs.registry import job_dir, scan_jobs
+    from helix_engine.jobs.summary import started_text
     from helix_engine.sanitize import clean
 
     ws = resolve_workspace(args.workspace)
     found, problems = scan_jobs(ws)
     jobs = [info for _folder, info in found][: max(0, getattr(args, "limit", 50))]
-    progress = {j.id: _progress(_all_events(job_dir(ws, j.id))) for j in jobs if j.status in ACTIVE_STATUSES}
+    folders = {j.id: job_dir(ws, j.id) for j in jobs}
+    progress = {j.id: _progress(_all_events(folders[j.id])) for j in jobs}  # finished jobs too: DONE 4/4
     if args.json:
         rows = [dict(j.to_json(), progress=progress.get(j.id)) for j in jobs]
         print_json({"workspace": str(ws), "jobs": rows, "problems": [p.to_json() for p in problems]})
@@ -213,12 +224,12 @@ def cmd_list(args: argparse.Namespace) -> int:
     # The id is what `jobs show/tail/cancel` take, so it is printed whole (it already names the
     # kind: 20261130-093455-run-bench-59de); the other columns fit the rest of 80.
     id_w = max(len("ID"), min(ID_WIDTH, max(len(j.id) for j in jobs)))
-    print(f"{'ID':<{id_w}} {'STATUS':<9} {'DONE':>7} {'DEV':<4} {'START':<8} {'TIME':>6} RND")
+    print(f"{'ID':<{id_w}} {'STATUS':<9} {'DONE':>7} {'DEV':<4} {'STARTED':<8} {'TIME':>6} RND")
     for j in jobs:
         done = progress.get(j.id)
         line = (f"{_cut(clean(j.id), id_w):<{id_w}} {j.status:<9} "
-                f"{_cut(f'{done[0]}/{done[1]}' if done else '', 7):>7} {_cut(clean(j.device or '-'), 4):<4} "
-                f"{_clock(j.started_at or j.created_at):<8} {_duration(j):>6} {clean(_short_round(j.round))}")
+                f"{_cut(_done_text(done), 7):>7} {_cut(clean(j.device or '-'), 4):<4} "
+                f"{started_text(j):<8} {_duration(j, folders[j.id]):>6} {clean(_short_round(j.round))}")
         print(_cut(line.rstrip(), WIDTH))
     return 0
 
@@ -350,11 +361,9 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"job": job.to_json(), "was": before.status})
         return 0
-    if before.status not in ("queued", "running"):
-        print(_cut(f"job {job.id} had already ended ({before.status}); nothing to cancel", WIDTH))
-        return 0
-    text = f"job {clean(job.id)} {job.status}" + (f": {clean(job.message)}" if job.message else "")
-    print(textwrap.fill(text, WIDTH))
+    from helix_engine.jobs.summary import cancel_text  # the sentence the cockpit's x shows too
+
+    print(textwrap.fill(clean(cancel_text(before, job)), WIDTH))
     return 0
 
 

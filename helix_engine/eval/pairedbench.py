@@ -148,11 +148,22 @@ def paired_model(collect: PairedCollect, op: Path, ref_op: Path, bench: Path, mo
     )
 
 
-def reference_usable(collect: PairedCollect) -> bool:
-    """The reference's records may become its perf file (the run completed, every case measured)."""
-    from helix_engine.eval.bench import case_errored
+def promote_paired(perf_path: Path, collect: PairedCollect, model: Any) -> str | None:
+    """Write the sidecar, then the perf file (bench.promote_records: only for a completed run).
+    The sidecar goes first, carrying the sha256 the perf file is about to have, so whoever sees
+    the new perf file (the cockpit's watcher) finds its paired result already there; a run that
+    dies in between leaves a sidecar that matches no perf file, which readers ignore."""
+    import hashlib
 
-    return refusal(collect.reference) is None and not any(case_errored(r) for r in collect.reference.records)
+    from helix_engine.eval.bench import promote_records
+    from helix_engine.perf.artifact import record_from_json, render_perf
+    from helix_engine.perf.paired import sidecar_path, write_paired
+
+    if refusal(collect.run) is None:
+        text = render_perf([record_from_json(r) for r in collect.run.records])
+        model.perf_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        write_paired(sidecar_path(perf_path), model)
+    return promote_records(perf_path, collect.run)
 
 
 # --------------------------------------------------------------------------- run-bench
@@ -173,7 +184,7 @@ def run_paired_bench(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws
         promote_records,
     )
     from helix_engine.eval.jobrun import round_timing
-    from helix_engine.perf.paired import sidecar_path, write_paired
+    from helix_engine.perf.paired import sidecar_path
 
     ref_perf = layout.perf_path_for(ref_op)
     with round_timing(ws, "run_bench"):
@@ -193,14 +204,13 @@ def run_paired_bench(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws
                                 text=f"FAIL: baseline bench: {ref_refused}", **base)
     lines.append(f"Baseline perf file: {ref_perf}")
     perf_path = Path(output).expanduser().resolve() if output else layout.perf_path_for(op)
-    refused = promote_records(perf_path, run)
+    sidecar = sidecar_path(perf_path)
+    refused = promote_paired(perf_path, got, paired_model(got, op, ref_op, bench, mode, be.name, perf_path, ref_perf))
     if refused is not None:
         lines += [f"FAIL: {refused}", *case_error_lines(run.records)]
         if run.output.strip():
             lines.append(run.output.rstrip())
         return BenchOutcome(1, None, records=run.records, message=refused, text="\n".join(lines), **base)
-    sidecar = sidecar_path(perf_path)
-    write_paired(sidecar, paired_model(got, op, ref_op, bench, mode, be.name, perf_path, ref_perf))
     rc = 1 if any(case_errored(r) for r in run.records) else 0
     lines.append(f"Perf file: {perf_path}")
     outcome = BenchOutcome(rc, str(perf_path), records=run.records, paired_file=str(sidecar), **base)

@@ -284,8 +284,8 @@ def _paired(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path, 
     """Baseline and candidate in one job, interleaved (eval/pairedbench.py); the candidate's
     probe perf file and its paired result go under .helix/, and the classification reads the
     job's two sides (no baseline cache: a cached baseline is what drifts away from the candidate)."""
-    from helix_engine.eval.pairedbench import collect_paired, paired_model
-    from helix_engine.perf.paired import evaluate_paired, sidecar_path, write_paired
+    from helix_engine.eval.pairedbench import collect_paired, paired_model, promote_paired
+    from helix_engine.perf.paired import evaluate_paired, sidecar_path
 
     helix = ws / layout.HELIX_DIR
     out = ProbeOutcome(0, None, None, warnings=warnings)
@@ -294,11 +294,10 @@ def _paired(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path, 
     if got.run.fatal:
         return _fail(out, f"the paired probe did not run: {got.run.fatal}", verbose)
     cand_path = helix / f"candidate_probe_perf.{os.getpid()}.{secrets.token_hex(3)}.txt"
-    refused = promote_records(cand_path, got.run)
+    run = paired_model(got, op, base_op, bench, mode, be.name, cand_path, None)
+    refused = promote_paired(cand_path, got, run)
     if refused is not None:
         return _fail(out, f"the paired probe failed: {refused}", verbose)
-    run = paired_model(got, op, base_op, bench, mode, be.name, cand_path, None)
-    write_paired(sidecar_path(cand_path), run)
     out.candidate_probe_perf = str(cand_path)
     out.paired_file = str(sidecar_path(cand_path))
     from helix_engine.perf.artifact import read_perf

@@ -139,8 +139,12 @@ class Tee(threading.Thread):
         self.tail = (self.tail + chunk)[-4096:]
 
     def last_line(self) -> str:
+        """The last line the child printed itself (a profiler's own markers are skipped: the
+        failure sentence quotes this line, output.log keeps them all)."""
+        from helix_engine.jobs.summary import is_tool_noise
+
         for raw in reversed(self.tail.splitlines()):
             text = raw.decode("utf-8", "replace").strip()
-            if text:
+            if text and not is_tool_noise(text):
                 return text[:200]
         return ""

@@ -6,14 +6,13 @@ a capped Log widget, so a job that prints a million lines never floods an SSH li
 
 from __future__ import annotations
 
-import time
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Log, ProgressBar, Static
 
+from helix_engine.jobs import summary
 from helix_engine.sanitize import clean
 from helix_tui import render
 from helix_tui.render import plain
@@ -55,6 +54,8 @@ class JobsPane(Vertical):
         self._known: set[str] | None = None  # job ids seen by the last show (None: never shown)
         self._log_job: str | None = None
         self._log_count = 0
+        self._ready = False  # the tables exist (a job update may arrive before they are composed)
+        self._pending: tuple[JobTracker, float | None] | None = None
 
     def compose(self) -> ComposeResult:
         yield DataTable(id="jobs-table", cursor_type="row")
@@ -64,13 +65,25 @@ class JobsPane(Vertical):
         yield Log(id="job-log", max_lines=MAX_LOG_LINES, auto_scroll=True)
 
     def on_mount(self) -> None:
-        self.query_one("#jobs-table", DataTable).add_columns("status", "kind", "round", "progress", "age", "job")
+        # the columns of `helix jobs`: started-at clock and run time (jobs/summary.py) for both
+        self.query_one("#jobs-table", DataTable).add_columns("status", "kind", "round", "progress", "started",
+                                                             "time", "job")
         self.query_one("#job-cases", DataTable).add_columns("case", "status", "median", "n", LIVE_COLUMN, "error")
+        self._ready = True
+        if self._pending is not None:  # an update that arrived before the tables existed
+            tracker, now = self._pending
+            self._pending = None
+            with tracker.lock:
+                self.show(tracker, now)
 
     def show(self, tracker: JobTracker, now: float | None = None) -> None:
         """Render the jobs; a finished case shows its speedup vs the baseline as the engine
-        evaluated it (``JobTracker.evaluate_cases``)."""
-        now = time.time() if now is None else now
+        evaluated it (``JobTracker.evaluate_cases``). Before the pane is composed the update is
+        kept and rendered on mount (a job may change while the cockpit starts)."""
+        if not self._ready:
+            self._pending = (tracker, now)
+            return
+        now = summary.now() if now is None else now
         table = self.query_one("#jobs-table", DataTable)
         rows = [tracker.jobs[j] for j in tracker.order if j in tracker.jobs]
         ids = [live.id for live in rows]
@@ -90,7 +103,8 @@ class JobsPane(Vertical):
                 plain(live.kind),
                 plain(live.round),
                 render.job_progress(live.done, live.total, live.status in ACTIVE),
-                _age(live, now),
+                summary.started_text(live.info),
+                summary.time_text(live.info, at=now, last_seen=live.last_seen) if live.info is not None else "-",
                 plain(live.id),
                 key=live.id,
             )
@@ -129,9 +143,10 @@ class JobsPane(Vertical):
             bar.update(total=1, progress=1 if live.status == "passed" else 0)
         for row in sorted(live.cases.values(), key=lambda r: (r.index if r.index is not None else 1 << 30, r.case_id)):
             stats = row.record.get("stats") or {}
+            state = live.case_status(row)
             cases.add_row(
                 plain(row.case_id),
-                Text(row.status, style={"done": "green", "error": "red"}.get(row.status, "cyan")),
+                Text(state, style={"done": "green", "error": "red", "running": "cyan"}.get(state, "yellow")),
                 render.micros(row.median_us),
                 plain(stats.get("n", "")),
                 _speedup(row),
@@ -160,16 +175,6 @@ def _speedup(row: CaseRow) -> Text:
     if found is None:
         return Text("")
     return Text(render.speedup(found.mean.point), style="green" if found.mean.point >= 1.0 else "red")
-
-
-def _age(live: JobLive, now: float) -> str:
-    info = live.info
-    start = getattr(info, "started_at", None) or getattr(info, "created_at", None)
-    if not start:
-        return ""
-    end = getattr(info, "ended_at", None) or now
-    seconds = max(0.0, end - start)
-    return f"{seconds:.0f}s" if seconds < 120 else f"{seconds / 60:.0f}m"
 
 
 class JobsStrip(Static):

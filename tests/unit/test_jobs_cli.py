@@ -34,7 +34,7 @@ def test_list_shows_live_progress_of_a_running_job(tmp_path: Path, capsys: pytes
     _job(tmp_path, "20260101-000000-bench-done", created_at=1.0, round="baseline")
     assert main(["jobs", "-w", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0].split() == ["ID", "STATUS", "DONE", "DEV", "START", "TIME", "RND"]
+    assert out[0].split() == ["ID", "STATUS", "DONE", "DEV", "STARTED", "TIME", "RND"]
     assert out[1].split()[0] == "20260101-000000-bench-live"  # whole, so it can be pasted into `jobs show`
     assert "running" in out[1] and "3/128" in out[1] and out[1].endswith("r12") and " 3 " in out[1]
     assert out[2].endswith("base")
@@ -168,3 +168,37 @@ def test_show_prints_the_users_command_and_old_job_json_still_loads(tmp_path: Pa
 def test_tail_prints_the_result_event_in_words(payload: dict[str, object], expected: str) -> None:
     line = format_event({"event": "result", "ts": 0, "payload": payload})
     assert line.split(" ", 1)[1] == expected
+
+
+def test_list_fills_done_for_finished_jobs_and_times_a_lost_job_to_its_last_write(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 13 finding 8: DONE was empty for finished jobs, and a lost job showed TIME 0.0s while
+    the cockpit showed it counting; both now read jobs/summary.py (a lost job ran until the last
+    write in its folder)."""
+    from helix_engine.jobs import summary
+
+    done = _job(tmp_path, "20260101-000000-bench-done", created_at=1.0, started_at=100.0, ended_at=112.5)
+    writer = EventWriter.for_job_dir(done)
+    for case in ("a", "b", "c"):
+        writer.case_started(case, 0, 4)
+        writer.case_finished(case, {"kernel_avg_time_us": 1.0})
+    lost = _job(tmp_path, "20260101-000001-bench-lost", created_at=2.0, status="running", started_at=200.0,
+                pid=2 ** 22 + 7, supervisor_pid=2 ** 22 + 9)  # pids that are not alive: lost
+    for name in ("job.json", "events.jsonl", "output.log"):
+        (lost / name).touch()
+        os.utime(lost / name, (206.0, 206.0))
+    assert main(["jobs", "-w", str(tmp_path)]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
+    assert rows["20260101-000000-bench-done"][1:3] == ["passed", "3/4"]
+    assert rows["20260101-000000-bench-done"][5] == "12.5s"
+    assert rows["20260101-000001-bench-lost"][1] == "lost" and rows["20260101-000001-bench-lost"][-1] == "6.0s"
+    from helix_engine.jobs.registry import load_job
+
+    info = load_job(tmp_path, "20260101-000001-bench-lost")  # the cockpit's number: the same function
+    assert summary.time_text(info, last_seen=summary.last_activity(lost)) == "6.0s"
+
+
+def test_cancel_of_a_finished_job_is_a_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _job(tmp_path, "20260101-000000-bench-over", started_at=1.0, ended_at=2.0)
+    assert main(["jobs", "cancel", "20260101-000000-bench-over", "-w", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == "job 20260101-000000-bench-over already finished (passed); nothing to cancel"
