@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from helix_engine.perf import evaluation
 from helix_engine.perf.margins import NoiseMargins, as_margins
@@ -84,7 +85,8 @@ class PromotionMemo:
     equal ones): a memo never changes a number, it only skips recomputing it."""
 
     steps: dict[int, tuple[tuple[object, ...], _Step]] = field(default_factory=dict)
-    judged: dict[object, tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
+    vs_baseline: dict[int, tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
+    vs_best: dict[tuple[int, int], tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
 
 
 @dataclass
@@ -102,17 +104,15 @@ class _Judged:
     margin: float
 
 
-def _memo_judged(key: object, inputs: tuple[object, ...], compute: Callable[[], RoundEvaluation],
+def _memo_judged(table: str, key: Any, inputs: tuple[object, ...], compute: Callable[[], RoundEvaluation],
                  margins: NoiseMargins, previous: PromotionMemo | None, memo: PromotionMemo | None) -> _Judged:
-    found = previous.judged.get(key) if previous is not None else None
-    if found is not None and found[0] == inputs:
-        result = found[1]
-    else:
+    found = getattr(previous, table).get(key) if previous is not None else None
+    if found is None or found[0] != inputs:
         ev = compute()
-        result = _Judged(ev.geomean, margins.for_geomean(case.latency_id for case in ev.cases))
+        found = (inputs, _Judged(ev.geomean, margins.for_geomean(case.latency_id for case in ev.cases)))
     if memo is not None:
-        memo.judged[key] = (inputs, result)
-    return result
+        getattr(memo, table)[key] = found
+    return found[1]
 
 
 def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
@@ -132,16 +132,17 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
     best: Candidate | None = None
     for cand in sorted(candidates, key=lambda c: c.number):
         n = cand.number
-        before = (best.number, best.records, out.rounds[best.number]) if best is not None else None
-        inputs = (cand.eligible, cand.why_not, cand.metric, cand.records, cand.vs_baseline, before, baseline,
-                  margins)
+        inputs = (cand.eligible, cand.why_not, cand.metric, cand.records, cand.vs_baseline, baseline, margins,
+                  best.number, best.records, out.rounds[best.number]) if best is not None else \
+            (cand.eligible, cand.why_not, cand.metric, cand.records, cand.vs_baseline, baseline, margins)
         found = previous.steps.get(n) if previous is not None else None
-        if found is not None and found[0] == inputs:
-            step = found[1]
-        else:
-            step = _decide(cand, best, out, baseline, margins, margin_text, memo, previous)
+        if found is None or found[0] != inputs:
+            found = (inputs, _decide(cand, best, out, baseline, margins, margin_text, memo, previous))
+        elif memo is not None and previous is not None and n in previous.vs_baseline:
+            memo.vs_baseline[n] = previous.vs_baseline[n]  # kept for when the best before it changes
         if memo is not None:
-            memo.steps[n] = (inputs, step)
+            memo.steps[n] = found  # the same entry when it was used: nothing new outlives the call
+        step = found[1]
         out.rounds[n] = step.promotion
         if step.becomes_best:
             if best is not None and step.superseded is not None:
@@ -165,7 +166,7 @@ def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: S
         judged = _Judged(ev.geomean, margins.for_geomean(case.latency_id for case in ev.cases))
     else:
         outer = ev
-        judged = _memo_judged(("baseline", n), (outer, baseline, cand.records, cand.metric, margins),
+        judged = _memo_judged("vs_baseline", n, (outer, baseline, cand.records, cand.metric, margins),
                               lambda: _judged(outer, baseline, cand.records, cand.metric, margins), margins,
                               previous, memo)
     assert judged.geomean is not None
@@ -189,7 +190,7 @@ def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: S
                                  noise_margin=margins)
         return _judged(vs, best.records, cand.records, cand.metric, margins)
 
-    vs = _memo_judged((best.number, n), (best.records, cand.records, cand.metric, margins), versus_best,
+    vs = _memo_judged("vs_best", (best.number, n), (best.records, cand.records, cand.metric, margins), versus_best,
                       margins, previous, memo)
     vs_best = vs.geomean
     if vs_best is None:

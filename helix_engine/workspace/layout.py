@@ -94,8 +94,10 @@ def discover_operator(workspace: Path) -> tuple[Path | None, list[Problem]]:
     ]
 
 
-def list_round_dirs(workspace: Path) -> tuple[dict[int, Path], list[Problem]]:
-    """Every valid ``opt-round-N`` folder by number, and problems for look-alikes."""
+def list_round_dirs(workspace: Path, known: dict[int, Path] | None = None) -> tuple[dict[int, Path], list[Problem]]:
+    """Every valid ``opt-round-N`` folder by number, and problems for look-alikes. ``known``: the
+    paths a previous listing of this folder returned, reused for the same names (a reload lists
+    every round folder again)."""
     rounds: dict[int, Path] = {}
     problems: list[Problem] = []
     try:
@@ -103,9 +105,12 @@ def list_round_dirs(workspace: Path) -> tuple[dict[int, Path], list[Problem]]:
     except OSError as exc:
         return {}, [Problem(file=".", message=f"cannot list the workspace ({exc.strerror or exc})")]
     base = Path(workspace)
+    known = known or {}
     for found in entries:
         n = round_number(found.name)
-        entry = base / found.name
+        entry = known.get(n) if n is not None else None
+        if entry is None or entry.name != found.name:
+            entry = base / found.name
         if n is None:
             problems.append(
                 Problem(

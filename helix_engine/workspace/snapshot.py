@@ -10,7 +10,9 @@ reload after one perf file changes re-reads one file. Nothing here raises on fil
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
+import functools
 import gc
 import os
 from collections.abc import Callable, Iterable, Iterator
@@ -39,6 +41,7 @@ T = TypeVar("T")
 VERIFY_DIR = "opt-verify"
 _FOREIGN_PERF = "foreign_perf"  # extra: round -> its perf file, when not directly in its own folder
 _PER_ROUND = ("round_file_problems", "round_state_notes", "round_targets", _FOREIGN_PERF)
+_SAME_FILE = "same_file_checks"  # extra: round -> (its paths, baseline perf and its identity), (results)
 
 
 def _guard(snap_problems: list[Problem], what: str, fn: Callable[[], T], default: T) -> T:
@@ -61,7 +64,7 @@ def _load_layout(snap: WorkspaceSnapshot) -> dict[int, Path]:
     op, op_problems = layout.discover_operator(snap.root)
     snap.operator_file = op
     problems += op_problems
-    dirs, dir_problems = layout.list_round_dirs(snap.root)
+    dirs, dir_problems = layout.list_round_dirs(snap.root, known={n: v.path for n, v in snap.rounds.items()})
     problems += dir_problems
     top_perf = [p for p in list_dir(snap.root, suffix="_perf.txt") if exists_file(p)]
     snap.extra["top_level_perf"] = top_perf
@@ -174,10 +177,9 @@ def reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsho
 
 
 def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapshot:
-    # fresh RoundView objects: _derive rewrites parent/comparison/problems, and the old snapshot
-    # may still be on screen in another thread
-    new = dataclasses.replace(snap, rounds={n: dataclasses.replace(v) for n, v in snap.rounds.items()},
-                              extra=dict(snap.extra), problems=[])
+    # the RoundView objects are shared with the old snapshot until _derive changes one (it copies
+    # it first): the old snapshot may still be on screen in another thread
+    new = dataclasses.replace(snap, rounds=dict(snap.rounds), extra=dict(snap.extra), problems=[])
     for key in _PER_ROUND:
         new.extra[key] = dict(snap.extra.get(key, {}))
     root = new.root
@@ -233,8 +235,10 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
             del new.rounds[n]
             for key in _PER_ROUND:
                 new.extra[key].pop(n, None)
+    owned: set[int] = set()  # rounds whose view this reload created (the others are shared)
     for n, rdir in sorted(dirs.items()):
         if n in rounds_to_read or n not in new.rounds:
+            owned.add(n)
             _guard(internal, rdir.name, lambda n=n, rdir=rdir: _set_round(new, n, rdir), None)  # type: ignore[misc]
     if "opt_note" in parts:
         _guard(internal, layout.OPT_NOTE, lambda: _set_opt_note(new), None)
@@ -242,7 +246,7 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
         _guard(internal, ".helix/state.json", lambda: _set_workflow(new), None)
     if "verify" in parts:
         _guard(internal, VERIFY_DIR, lambda: _set_verify(new), None)
-    _guard(internal, ".", lambda: _derive(new), None)
+    _guard(internal, ".", lambda: _derive(new, owned), None)
     return new
 
 
@@ -307,17 +311,19 @@ def find_workspaces(path: Path) -> list[Path]:
 # ----------------------------------------------------------------------------------- derive
 
 
-def _normalize_parent(view: RoundView, existing: set[int], recorded: str | None = None) -> tuple[str, Problem | None]:
+def _normalize_parent(view: RoundView, existing: set[int] | dict[int, Any],
+                      recorded: str | None = None) -> tuple[str, Problem | None]:
     """The declared parent as "baseline" or "opt-round-M" (M an existing earlier round); without
     round-state.json, the parent start-round ``recorded`` in .helix/state.json."""
     raw = view.state.parent_round if view.state is not None else recorded
-    where = f"{view.name}/{layout.ROUND_STATE}" if view.state is not None else ".helix/state.json"
     if raw is None:
         return "baseline", None
-    text = str(raw).strip()
-    if text.lower() in {"baseline", "round-0", "round 0", "opt-round-0", "original", "0"}:
+    text, m = _parent_ref(str(raw))
+    if m == 0:
         return "baseline", None
-    m = layout.parse_round_ref(text)
+    if m is not None and m < view.number and m in existing:
+        return layout.round_dir_name(m), None
+    where = f"{view.name}/{layout.ROUND_STATE}" if view.state is not None else ".helix/state.json"
     if m is None:
         return "baseline", Problem(where, f"parent_round {text!r} is neither 'baseline' nor 'opt-round-M'; "
                                    "the round is shown under baseline until it is fixed", severity="warning")
@@ -325,48 +331,73 @@ def _normalize_parent(view: RoundView, existing: set[int], recorded: str | None 
         return "baseline", Problem(where, f"parent_round {text!r} is not an earlier round; a round can only "
                                    "build on baseline or an earlier round (shown under baseline)",
                                    severity="warning")
-    if m not in existing:
-        return "baseline", Problem(where, f"parent_round {text!r} names a round folder that does not exist; "
-                                   "shown under baseline until it is fixed", severity="warning")
-    return layout.round_dir_name(m), None
+    return "baseline", Problem(where, f"parent_round {text!r} names a round folder that does not exist; "
+                               "shown under baseline until it is fixed", severity="warning")
 
 
-def _derive(snap: WorkspaceSnapshot) -> None:
-    """Recompute everything that depends on several parts, from what is in memory."""
-    existing = set(snap.rounds)
+@functools.lru_cache(maxsize=4096)
+def _parent_ref(raw: str) -> tuple[str, int | None]:
+    """(stripped text, round number): 0 for the baseline, None when it names neither."""
+    text = raw.strip()
+    if text.lower() in {"baseline", "round-0", "round 0", "opt-round-0", "original", "0"}:
+        return text, 0
+    return text, layout.parse_round_ref(text)
+
+
+def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
+    """Recompute everything that depends on several parts, from what is in memory. The file
+    identity checks (a stat each) are redone for a round only when the round or the baseline perf
+    file changed since the snapshot this one was reloaded from. ``owned``: the rounds whose view
+    may be changed in place (None: all); any other view that changes is copied first."""
+    existing = snap.rounds
     wf = snap.workflow
+    wf_rounds = wf.rounds if wf is not None else {}
+    active_round = wf.current_round if wf is not None and wf.phase == "round_active" else None
     base_perf = snap.baseline.perf_file if snap.baseline else None
     base_key = _file_key(base_perf) if base_perf is not None else None
+    file_problems = snap.extra.get("round_file_problems", {})
+    notes = snap.extra.get("round_state_notes", {})
+    targets = snap.extra.get("round_targets", {})
+    previous_checks = snap.extra.get(_SAME_FILE, {})
+    checks: dict[int, tuple[tuple[Any, ...], tuple[bool, bool]]] = {}
     derived: list[Problem] = []
+    per_round: dict[int, tuple[str, str, str | None, list[Problem]]] = {}
     for n, view in snap.rounds.items():
-        entry = wf.rounds.get(str(n)) if wf is not None else None
+        entry = wf_rounds.get(str(n)) if wf_rounds else None
         recorded = entry.parent_round if entry is not None else None
-        view.parent, parent_problem = _normalize_parent(view, existing, recorded)
-        view.parent_source = "round-state" if view.state is not None else ("start-round" if recorded else "")
-        view.workflow_status = entry.status if entry is not None else None
-        view.problems = list(snap.extra.get("round_file_problems", {}).get(n, []))
+        parent, parent_problem = _normalize_parent(view, existing, recorded)
+        workflow_status = entry.status if entry is not None else None
+        problems = list(file_problems.get(n, ()))
         if parent_problem is not None:
-            view.problems.append(parent_problem)
-        active = wf is not None and wf.phase == "round_active" and wf.current_round == n
-        note = snap.extra.get("round_state_notes", {}).get(n)
-        if view.state is None and not active and note == STATE_MISSING:
-            view.problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "is missing, so the round is "
-                                         "not counted; write it when the round's benchmark is done",
-                                         severity="warning"))
-        if view.workflow_status == "passed" and not view.completed:
-            view.problems.append(Problem(".helix/state.json", f"marks round {n} passed but {view.name} is not a "
-                                         "completed round (artifacts or passed statuses missing); re-run "
-                                         "submit-round for it", severity="warning"))
-        target = snap.extra.get("round_targets", {}).get(n)
-        if target is not None and base_key is not None and _file_key(target) != base_key:
-            view.problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "comparison_target_path does not "
-                                         f"point to the baseline perf file ({shown(base_perf, snap.root)}); "  # type: ignore[arg-type]
-                                         "canonical comparisons always use the baseline", severity="warning"))
-    for n, view in snap.rounds.items():
-        if base_key is not None and view.perf_file is not None and _file_key(view.perf_file) == base_key:
-            view.problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "perf_artifact is the baseline's "
-                                         "perf file, so the round compares the baseline with itself; bench "
-                                         f"the round into {view.name}/", severity="warning"))
+            problems.append(parent_problem)
+        if view.state is None and active_round != n and notes.get(n) == STATE_MISSING:
+            problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "is missing, so the round is "
+                                    "not counted; write it when the round's benchmark is done",
+                                    severity="warning"))
+        if workflow_status == "passed" and not view.completed:
+            problems.append(Problem(".helix/state.json", f"marks round {n} passed but {view.name} is not a "
+                                    "completed round (artifacts or passed statuses missing); re-run "
+                                    "submit-round for it", severity="warning"))
+        target = targets.get(n)
+        if base_key is not None and (target is not None or view.perf_file is not None):
+            inputs = (target, view.perf_file, base_perf, base_key)
+            found = previous_checks.get(n)
+            if found is None or found[0] != inputs:
+                found = (inputs, (target is not None and _file_key(target) != base_key,
+                                  view.perf_file is not None and _file_key(view.perf_file) == base_key))
+            checks[n] = found
+            target_elsewhere, perf_is_baseline = found[1]
+            if target_elsewhere:
+                problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "comparison_target_path does not "
+                                        f"point to the baseline perf file ({shown(base_perf, snap.root)}); "  # type: ignore[arg-type]
+                                        "canonical comparisons always use the baseline", severity="warning"))
+            if perf_is_baseline:
+                problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "perf_artifact is the baseline's "
+                                        "perf file, so the round compares the baseline with itself; bench "
+                                        f"the round into {view.name}/", severity="warning"))
+        source = "round-state" if view.state is not None else ("start-round" if recorded else "")
+        per_round[n] = (parent, source, workflow_status, problems)
+    snap.extra[_SAME_FILE] = checks
     # crash leftovers (a few stats): a half-done start-round explains its missing folder itself
     derived += [leftover.problem() for leftover in leftovers.detect(snap.root, wf)]
     half_started = leftovers.half_started_round(snap.root, wf)
@@ -376,15 +407,26 @@ def _derive(snap: WorkspaceSnapshot) -> None:
                 derived.append(Problem(".helix/state.json", f"lists round {key} ({entry.status}) but "
                                        f"{entry.round_dir} does not exist; restore the folder or start the "
                                        "round again", severity="warning"))
-    evaluation = status_rules.evaluate(snap)  # reads the memo the snapshot it was reloaded from left
+    # reads the memo the snapshot it was reloaded from left; the statuses are the ones derived above
+    evaluation = status_rules.evaluate(snap, statuses={n: d[2] for n, d in per_round.items()})
     snap.extra[status_rules.MEMO_KEY] = evaluation.memo
     snap.evaluation = evaluation
     snap.promotion = evaluation.promotion
-    for n, result in evaluation.results.items():
-        snap.rounds[n].comparison = result.comparison
-        snap.rounds[n].problems += result.problems
-    for n, view in snap.rounds.items():
-        view.promotion = evaluation.promotion.rounds.get(n)
+    promoted = evaluation.promotion.rounds
+    for n, view in list(snap.rounds.items()):
+        parent, source, workflow_status, problems = per_round[n]
+        result = evaluation.results.get(n)
+        comparison = result.comparison if result is not None else None
+        if result is not None:
+            problems += result.problems
+        promotion = promoted.get(n)
+        if (view.parent == parent and view.parent_source == source and view.workflow_status == workflow_status
+                and view.comparison is comparison and view.promotion is promotion and view.problems == problems):
+            continue  # unchanged: the view stays shared with the snapshot this one was reloaded from
+        if owned is not None and n not in owned:
+            view = snap.rounds[n] = copy.copy(view)
+        view.parent, view.parent_source, view.workflow_status = parent, source, workflow_status
+        view.comparison, view.promotion, view.problems = comparison, promotion, problems
     snap.best_round = evaluation.best_round
     snap.logged_best = evaluation.logged.value
     problems: list[Problem] = []

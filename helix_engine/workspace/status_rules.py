@@ -238,14 +238,22 @@ def compare_with_baseline(
 
 def best_round(results: dict[int, RoundEvaluation]) -> int | None:
     """Highest geomean; a tie goes to the lower mean latency; then to the earlier round."""
+    return _best_of((n, _rank(results[n])) for n in sorted(results))
+
+
+def _rank(comp: RoundEvaluation | None) -> tuple[float, float] | None:
+    """A round's place in the best-round order, (geomean, −mean latency); None: not ranked."""
+    if comp is None or comp.geomean_speedup is None or comp.mean_latency_us is None:
+        return None
+    return (comp.geomean_speedup, -comp.mean_latency_us)
+
+
+def _best_of(ranked: Iterable[tuple[int, tuple[float, float] | None]]) -> int | None:
+    """The first round (in the given order) with the highest rank."""
     best: tuple[float, float] | None = None
     chosen: int | None = None
-    for n in sorted(results):
-        comp = results[n]
-        if comp.geomean_speedup is None or comp.mean_latency_us is None:
-            continue
-        key = (comp.geomean_speedup, -comp.mean_latency_us)
-        if best is None or key > best:
+    for n, key in ranked:
+        if key is not None and (best is None or key > best):
             best, chosen = key, n
     return chosen
 
@@ -396,25 +404,23 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] |
         inputs = (view.state, view.perf_file, view.perf, note, base_records, base_file, metric, noise_margin,
                   operator_file, snap.root)
         found = previous.rounds.get(n) if previous is not None else None
-        if found is not None and found[0] == inputs:
-            outcome = found[1]
-        else:
-            outcome = _judge_round(snap, view, note, base_records, base_file, metric, noise_margin)
-        memo.rounds[n] = (inputs, outcome)
+        if found is None or found[0] != inputs:
+            found = (inputs, _judge_round(snap, view, note, base_records, base_file, metric, noise_margin))
+        memo.rounds[n] = found
+        outcome = found[1]
         if outcome.result is not None:
             results[n] = outcome.result
         if outcome.skipped is not None:
             skipped[n] = outcome.skipped
         warnings += outcome.warnings
-    comparable = {n: r.comparison for n, r in results.items() if r.comparable and r.comparison is not None}
-    best = best_round(comparable)
+    best = _best_of((n, entry[1].rank) for n, entry in memo.rounds.items())  # in round order: best_round's
     promotion = _promote(snap, metric, results, skipped, base_records, statuses or {}, noise_margin, memo,
                          previous)
     has_artifacts = bool(extra.get("has_artifacts"))
     if best is not None:
         state = "ok"
         label = f"round-{best}"
-        best_geo = comparable[best].geomean_speedup
+        best_geo = results[best].comparison.geomean_speedup  # type: ignore[union-attr]
         # upstream warns when the logged best is not the highest geomean; helix's ledger logs the
         # promotion rule's best (a noise-level round can top the geomean), so that is no mismatch
         if logged.value is not None and logged.value not in (label, promotion.best_label) and best_geo is not None:
@@ -451,6 +457,7 @@ class _RoundOutcome:
     skipped: str | None = None
     warnings: list[str] = field(default_factory=list)
     result: RoundResult | None = None
+    rank: tuple[float, float] | None = None  # best_round's key when the round is comparable
 
 
 @dataclass
@@ -492,7 +499,8 @@ def _judge_round(snap: Any, view: RoundView, note: str | None, base_records: lis
     if not result.comparable:
         skipped = result.comparison.errors[0] if result.comparison and result.comparison.errors \
             else "not comparable"
-    return _RoundOutcome(skipped, list(result.warnings), result)
+    comparable = result.comparison if result.comparable else None
+    return _RoundOutcome(skipped, list(result.warnings), result, _rank(comparable))
 
 
 def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], skipped: dict[int, str],
