@@ -26,6 +26,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helix_engine.commands.state",
     "helix_engine.commands.eval",
     "helix_engine.commands.jobs",
+    "helix_engine.commands.cluster",
+    "helix_engine.commands.fleet",
     "helix_engine.commands.profile",
     "helix_engine.commands.patterns",
     "helix_engine.commands.ir",
@@ -66,6 +68,7 @@ def _register_cockpit(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 
     )
     parser.add_argument("workspace", nargs="?", default=".", help="workspace folder, or a folder of workspaces")
     parser.add_argument("--no-watch", action="store_true", help="do not follow file changes (refresh with r)")
+    parser.add_argument("--cluster", metavar="ADDRESS", help="send the cockpit's jobs to this Ray cluster")
     parser.set_defaults(func=_cockpit_elsewhere)
 
 
@@ -131,6 +134,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra:
         own: argparse.ArgumentParser = getattr(args, "_helix_parser", parser)
         own.error(_unknown_flags_message(own, extra))
+    if getattr(args, "cluster", None):  # --cluster on an eval, profile or IR command: its jobs go there
+        from helix_engine.cluster import use_cluster
+
+        use_cluster(args.cluster)
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

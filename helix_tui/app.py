@@ -81,9 +81,13 @@ class HelixApp(KeyActions, App[int]):
     against: reactive[str] = reactive("baseline", init=False)  # the perf pane's reference
     diff_against: reactive[str] = reactive("parent", init=False)  # the diff pane's reference
 
-    def __init__(self, workspace: Path, *, watch: bool = True, job_poll_s: float = JOB_POLL_S) -> None:
+    def __init__(self, workspace: Path, *, watch: bool = True, job_poll_s: float = JOB_POLL_S,
+                 fleet_folder: Path | None = None) -> None:
         super().__init__()
         self.workspace = Path(workspace).resolve()
+        #: the folder W lists (the folder the picker was opened on, else the workspace's parent)
+        self.fleet_folder = Path(fleet_folder).resolve() if fleet_folder is not None else self.workspace.parent
+        self.switch_to: Path | None = None  # a workspace chosen with W: run_cockpit opens it next
         self.snapshot: WorkspaceSnapshot | None = None
         self.tracker = JobTracker(self.workspace)
         self.watch_enabled = watch
@@ -415,23 +419,36 @@ def run_cockpit(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="helix tui", description="Open the helix cockpit on an operator workspace.")
     parser.add_argument("workspace", nargs="?", default=".", help="workspace folder, or a folder of workspaces (default: .)")
     parser.add_argument("--no-watch", action="store_true", help="do not follow file changes (refresh with r)")
+    parser.add_argument("--cluster", metavar="ADDRESS", default=None,
+                        help="send the cockpit's jobs to this Ray cluster (sets HELIX_CLUSTER for them; C shows it)")
     args = parser.parse_args(argv)
     from helix_engine.workspace.snapshot import find_workspaces
 
+    if args.cluster:  # the jobs the cockpit starts are helix commands: they read it from the environment
+        import os
+
+        os.environ["HELIX_CLUSTER"] = args.cluster
     path = _enclosing_workspace(Path(args.workspace))
     found = find_workspaces(path)
     if not found:
         print(f"error: {path} is not an operator workspace and holds none; run helix in a workspace folder, or `helix demo` to make one", file=sys.stderr)
         return 1
     chosen: Path | None = found[0]
+    fleet_folder: Path | None = None
     if len(found) > 1:
         from helix_tui.screens.picker import PickerApp
 
+        fleet_folder = path
         chosen = PickerApp(found).run()
         if chosen is None:
             return 0
-    result = HelixApp(chosen, watch=not args.no_watch).run()
-    return int(result or 0)
+    while True:  # W in the cockpit picks another workspace: open it next
+        app = HelixApp(chosen, watch=not args.no_watch, fleet_folder=fleet_folder)
+        result = app.run()
+        switch_to = getattr(app, "switch_to", None)
+        if switch_to is None:
+            return int(result or 0)
+        chosen = switch_to
 
 
 def _enclosing_workspace(path: Path) -> Path:

@@ -45,6 +45,8 @@ ACTIONS: tuple[CockpitAction, ...] = (
     CockpitAction("4", "tab('hotspots')", "Hotspots pane", "Show the profile hotspots of the selected round"),
     CockpitAction("5", "tab('diff')", "Diff pane", "Show the operator diff against the parent"),
     CockpitAction("6", "tab('ir')", "IR pane", "Show IR stages and the stage diff against the parent"),
+    CockpitAction("C", "cluster", "Cluster", "The Ray cluster the cockpit's jobs go to (helix tui --cluster, or HELIX_CLUSTER): nodes, devices free and busy, helix jobs running where (helix cluster status)"),
+    CockpitAction("W", "fleet", "Workspaces", "Every workspace beside this one: best round and geomean, phase, running jobs, last change; enter opens one (helix fleet)"),
     CockpitAction("k", "pattern_card", "Pattern card", "Open the knowledge card highlighted in the Hotspots pane (the index when no card is routed)"),
     CockpitAction("q", "quit", "Quit", "Leave the cockpit (running jobs keep running)", "quit"),
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.widgets import TabbedContent
@@ -57,6 +58,23 @@ class KeyActions:
 
         name = name or self.main.query_one("#hotspots-pane", HotspotsPane).highlighted_card or "index"
         self.push_screen(CardScreen(name))
+
+    def action_cluster(self: HelixApp) -> None:
+        """C: `helix cluster status` of the cockpit's cluster, refreshed while open."""
+        from helix_tui.screens.cluster import ClusterScreen
+
+        self.push_screen(ClusterScreen())
+
+    def action_fleet(self: HelixApp) -> None:
+        """W: the workspaces of the fleet folder (`helix fleet`); enter reopens the cockpit on one."""
+        from helix_tui.screens.picker import FleetScreen
+
+        def chosen(path: Path | None) -> None:
+            if path is not None and path.resolve() != self.workspace:
+                self.switch_to = path
+                self.exit(0)
+
+        self.push_screen(FleetScreen(folder=self.fleet_folder, current=self.workspace), callback=chosen)
 
     def action_problems(self: HelixApp) -> None:
         from helix_tui.screens.problems import ProblemsScreen

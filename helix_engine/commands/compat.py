@@ -1,6 +1,7 @@
 """The names and flags an agent brings from the sibling skills' command lines (issue 14):
-the ``run-test-baseline|convert|optimize`` aliases, ``--verbose`` where upstream has it, and
-``--remote*`` refused with a sentence until helix can dispatch to another machine.
+the ``run-test-baseline|convert|optimize`` aliases, ``--verbose`` where upstream has it,
+``--cluster`` (helix's way to another machine: a Ray cluster) and upstream's SSH ``--remote*``
+refused with a sentence that names it.
 
 Only argparse plumbing and printing live here; every alias runs the same engine function as
 the helix command it stands for.
@@ -16,8 +17,11 @@ from typing import Any
 from helix_engine.errors import HelixError
 from helix_engine.sanitize import clean
 
-REMOTE_REFUSAL = ("remote runs are not supported yet; run helix on that machine, "
-                  "or use the cluster dispatch when it exists")
+REMOTE_REFUSAL = ("remote runs over SSH are not supported; run helix on that machine, or send the job to a "
+                  "Ray cluster with --cluster ADDRESS (or HELIX_CLUSTER)")
+CLUSTER_HELP = ("run the job on the Ray cluster at ADDRESS (e.g. head:6379; default $HELIX_CLUSTER): one free "
+                "NPU, GPU or CPU of the cluster ($HELIX_CLUSTER_RESOURCE names another resource), the files sent "
+                "by content, the job followed here in .helix/jobs/")
 
 #: Upstream's run-test skill names → (help, whether a differential run needs a reference).
 #: spec upstream-eval §2: "baseline accepts at most one reference flag; convert and optimize
@@ -41,8 +45,10 @@ class _RefuseRemote(argparse.Action):
 
 
 def add_remote_flags(parser: argparse.ArgumentParser) -> None:
-    """Upstream's remote-execution flags, accepted by name and refused with a sentence."""
-    group = parser.add_argument_group("remote (not supported yet)")
+    """``--cluster ADDRESS``, and upstream's SSH remote-execution flags, accepted by name and
+    refused with a sentence that points to ``--cluster``."""
+    group = parser.add_argument_group("remote")
+    group.add_argument("--cluster", metavar="ADDRESS", default=None, help=CLUSTER_HELP)
     for flag, nargs in (("--remote", "?"), ("--remote-workdir", "?"), ("--keep-remote-workdir", 0)):
         group.add_argument(flag, nargs=nargs, action=_RefuseRemote, default=argparse.SUPPRESS,
                            help=f"refused: {REMOTE_REFUSAL}" if flag == "--remote" else argparse.SUPPRESS)

@@ -128,6 +128,20 @@ def format_event(event: dict[str, Any]) -> str:
     return _cut(head + clean(" ".join(body.split())), WIDTH)
 
 
+def _node(job: Any) -> str | None:
+    """Where a cluster job ran: ``vm (192.0.2.2), NPU 0, cluster head:6379`` (None: a local job)."""
+    extra = job.model_extra or {}
+    if not extra.get("cluster"):
+        return None
+    parts = [str(extra.get("node") or "not placed yet")]
+    if extra.get("node_ip") and extra.get("node_ip") != extra.get("node"):
+        parts[0] += f" ({extra['node_ip']})"
+    if job.device is not None:
+        parts.append(f"{extra.get('cluster_resource') or 'device'} {job.device}")
+    parts.append(f"cluster {extra['cluster']}")
+    return ", ".join(parts)
+
+
 def result_summary(payload: Any) -> str:
     """The worker's final ``result`` event in words (it used to print ``result {}``)."""
     if not isinstance(payload, dict):
@@ -259,7 +273,7 @@ def cmd_show(args: argparse.Namespace) -> int:
                     "cases_finished": len(finished), "events": len(events), "output_tail": tail})
         return 0
     rows = [("id", job.id), ("kind", job.kind), ("status", job.status), ("round", job.round),
-            ("backend", job.backend), ("device", job.device), ("pid", job.pid),
+            ("backend", job.backend), ("device", job.device), ("pid", job.pid), ("node", _node(job)),
             ("created", _clock(job.created_at)), ("started", _clock(job.started_at)),
             ("ended", _clock(job.ended_at)), ("duration", _duration(job)), ("exit code", job.exit_code),
             ("memory", _peak(job))]

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from helix_engine.cluster import cluster_address
 from helix_engine.errors import HelixError
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import append_text, atomic_write_json
@@ -98,8 +99,15 @@ def run_child_job(
     argv = [os.environ.get("HELIX_PYTHON") or sys.executable, "-m", module, str(request_path), *(extra_argv or [])]
     try:
         atomic_write_json(request_path, request)
-        job = run_job(ws, kind, argv, round_name=round_name, cwd=cwd, env=env, timeout_s=timeout_s,
-                      device_pool=device_pool, backend=backend, on_event=on_event, expect_result=True)
+        if cluster_address():  # the same job, run by a node of the Ray cluster (helix_engine/cluster/)
+            from helix_engine.cluster.dispatch import run_cluster_job
+
+            job = run_cluster_job(ws, kind, module, request, argv=argv, backend=backend, cwd=cwd,
+                                  round_name=round_name, env=env, on_event=on_event, timeout_s=timeout_s,
+                                  extra_argv=extra_argv, device_pool=device_pool)
+        else:
+            job = run_job(ws, kind, argv, round_name=round_name, cwd=cwd, env=env, timeout_s=timeout_s,
+                          device_pool=device_pool, backend=backend, on_event=on_event, expect_result=True)
         folder = job_dir(ws, job.id)
         result = None
         with contextlib.suppress(OSError, ValueError):

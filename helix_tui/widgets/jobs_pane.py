@@ -128,8 +128,15 @@ class JobsPane(Vertical):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(f"{clean(live.id)} ", style="bold")
         text.append(clean(live.status), style=STATUS_STYLE.get(live.status, ""))
+        extra = getattr(info, "model_extra", None) or {}
+        node = extra.get("node_ip") or extra.get("node")
+        if node:  # a cluster job: where Ray ran it
+            text.append(f" · node {clean(node)}")
         if getattr(info, "device", None):
-            text.append(f" · device {clean(info.device)}")
+            resource = f"{clean(extra['cluster_resource'])} " if node and extra.get("cluster_resource") else ""
+            text.append(f" · device {resource}{clean(info.device)}")
+        elif extra.get("cluster") and not node:
+            text.append(f" · cluster {clean(extra['cluster'])}")
         if getattr(info, "exit_code", None) is not None:
             text.append(f" · exit {clean(info.exit_code)}")
         if getattr(info, "message", None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import OptionList
+from textual.widgets import DataTable
 
 from cockpit_helpers import make_workspace
 from helix_tui.app import run_cockpit
@@ -22,7 +22,7 @@ async def test_picker_returns_the_chosen_workspace(tmp_path: Path) -> None:
     second = make_workspace(tmp_path / "b")
     app = PickerApp([first, second])
     async with app.run_test(size=(80, 24)) as pilot:
-        assert app.query_one(OptionList).option_count == 2
+        assert app.screen.query_one(DataTable).row_count == 2
         await pilot.press("down", "enter")
     assert app.return_value == second
 

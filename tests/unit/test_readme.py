@@ -73,7 +73,8 @@ def test_quick_start_is_the_two_lines_ci_runs() -> None:
 
 def test_ci_installs_what_the_first_quick_start_line_installs() -> None:
     """The quick start's first line minus the demo: the pinned CPU torch from PyTorch's CPU index,
-    then helix's cpu extra; CI runs those same two installs (.ci/run says how it resolves offline)."""
+    then helix's cpu extra; CI runs those same two installs (.ci/run says how it resolves offline),
+    and adds the cluster extra (Ray) to the second so the cluster tests run."""
     installs = [part.strip() for part in QUICK_START[0].split("&&") if part.strip().startswith("python3 -m pip")]
     assert installs == ["python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu",
                         "python3 -m pip install -e '.[cpu]'"]
@@ -81,7 +82,7 @@ def test_ci_installs_what_the_first_quick_start_line_installs() -> None:
           if line.strip().startswith("python3 -m pip install")]
     assert len(ci) == 3 and ci[2] == QUICK_START[1]  # torch first, then helix's cpu extra, then the tests
     assert ci[0].endswith(" torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
-    assert ci[1].endswith(" -e '.[cpu]'")
+    assert ci[1].endswith(" -e '.[cpu,cluster]'")
 
 
 def test_a_plain_install_never_pulls_torch() -> None:
@@ -99,6 +100,7 @@ def test_a_plain_install_never_pulls_torch() -> None:
     assert not names(project["dependencies"]) & {"torch", "triton", "torch-npu", "triton-ascend"}
     assert "torch" not in names(extras["cpu"]) and "triton" in names(extras["cpu"])
     assert "torch" not in names(extras["test"]) and "torch" not in names(extras["npu"])
+    assert names(extras["cluster"]) == {"ray"}
     assert "triton" not in names(extras["npu"])
     assert {"torch", "triton"} <= names(extras["cuda"])
 

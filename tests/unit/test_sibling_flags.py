@@ -85,8 +85,8 @@ def test_remote_flags_are_refused_with_a_sentence(argv: list[str], flag: list[st
         main([*argv, "--operator-file", "op.py", *flag])
     assert refused.value.code == 2
     err = capsys.readouterr().err
-    assert f"error: {flag[0]}: remote runs are not supported yet; run helix on that machine, or use the " \
-           "cluster dispatch when it exists" in err
+    assert f"error: {flag[0]}: remote runs over SSH are not supported; run helix on that machine, or send the " \
+           "job to a Ray cluster with --cluster ADDRESS (or HELIX_CLUSTER)" in err
     assert f"usage: helix {' '.join(argv)}" in err
 
 

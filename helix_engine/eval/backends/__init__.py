@@ -243,6 +243,12 @@ def select_backend(name: str | None = None) -> Backend:
         )
     if chosen == "cpu":
         return CpuBackend()
+    from helix_engine.cluster import cluster_address
+
+    if cluster_address():  # the jobs run on the cluster's nodes: this machine's devices do not matter
+        from helix_engine.cluster.dispatch import cluster_backend
+
+        return get_backend(cluster_backend(chosen))
     report = detect()
     if chosen == "auto":
         return get_backend(report.picked)
