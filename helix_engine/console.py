@@ -27,3 +27,31 @@ def fmt_speedup(value: float | None) -> str:
 def fmt_improvement(value_pct: float | None) -> str:
     """Upstream style: signed, one decimal: ``+12.3%``."""
     return "unknown" if value_pct is None else f"{value_pct:+.1f}%"
+
+
+def fmt_relative(speedup: float | None) -> str:
+    """A speedup in words, for helix's own lines and panes (upstream's block keeps ``0.10x``):
+    ``1.23x faster``, ``10.0x slower`` (a slowdown as the factor it costs, not ``0.10x``),
+    ``same speed``; ``unknown`` without a number."""
+    import math
+
+    if speedup is None or not math.isfinite(speedup) or speedup <= 0:
+        return "unknown"
+    if round(speedup, 2) == 1.0:
+        return "same speed"
+    factor, word = (speedup, "faster") if speedup > 1 else (1.0 / speedup, "slower")
+    return f"{factor:.1f}x {word}" if round(factor, 2) >= 10 else f"{factor:.2f}x {word}"
+
+
+def fmt_avg_change(value_pct: float | None) -> str:
+    """The average improvement as helix's panes word it: ``avg improvement +28.3%``; a slowdown,
+    whose percentage reads badly (``-1002.3%``), as the average time factor it stands for
+    (mean(c/b) = 1 − pct/100): ``avg 11.0x slower``."""
+    import math
+
+    if value_pct is None or not math.isfinite(value_pct):
+        return "avg improvement unknown"
+    if value_pct >= 0:
+        return f"avg improvement {value_pct:+.1f}%"
+    factor = 1.0 - value_pct / 100.0
+    return f"avg {factor:.1f}x slower" if round(factor, 2) >= 10 else f"avg {factor:.2f}x slower"

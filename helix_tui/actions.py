@@ -87,6 +87,8 @@ def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *, commands: dict[str
     if operator is None:
         raise ActionRefused(f"{expected_operator(snap, key)} does not exist: start-round creates it from the "
                             "parent's operator; write the round's operator there")
+    if kind == "bench":
+        _refuse_rebenching(operator)
     baseline_op = snap.baseline.operator_file if snap.baseline else None
     commands = _subparsers() if commands is None else commands
     command = JOB_COMMANDS[kind][0 if n is not None else 1]
@@ -117,6 +119,22 @@ def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *, commands: dict[str
             raise ActionRefused("profiling needs a case id: run a benchmark (b) first so its cases are known")
         argv += ["--case-id", case]
     return [a for a in argv if a]
+
+
+def _refuse_rebenching(operator: Path) -> None:
+    """The engine's rule (run-bench refuses to overwrite a submitted perf file), said with what the
+    cockpit can do instead: the CLI's way out, ``--output``, is not something a key can pass."""
+    from helix_engine.eval.bench import submitted_perf_refusal
+
+    refusal = submitted_perf_refusal(operator)
+    if refusal is None:
+        return
+    why, what = refusal
+    if what == "baseline":
+        raise ActionRefused(f"{why}. To compare a round with it without writing a perf file, select the round and "
+                            "probe it (p)")
+    raise ActionRefused(f"{why}; b would change a submitted result. Start a new round (n) to measure a new "
+                        "version, or probe this one against the baseline (p), which writes no perf file")
 
 
 def _operator(snap: WorkspaceSnapshot, key: str) -> Path | None:

@@ -207,8 +207,8 @@ class HelixApp(KeyActions, App[int]):
         self.post_message(PaneText("diff", (key,), views.diff_text(snap, key, against), "diff"))
 
     @work(thread=True, exclusive=True, group="hotspots", exit_on_error=False, description="hotspots")
-    def compute_hotspots(self, snap: WorkspaceSnapshot, key: str) -> None:
-        text, cards = views.hotspots_view(snap, key)
+    def compute_hotspots(self, snap: WorkspaceSnapshot, key: str, width: int | None = None) -> None:
+        text, cards = views.hotspots_view(snap, key, width)
         self.post_message(PaneText("hotspots", (key, *cards), text, "markdown"))
 
     @work(thread=True, exclusive=True, group="ir", exit_on_error=False, description="ir")
@@ -391,7 +391,8 @@ class HelixApp(KeyActions, App[int]):
             return
         active = self.main.query_one("#tabs", TabbedContent).active
         if active == "tab-hotspots":
-            self.compute_hotspots(self.snapshot, self.selected)
+            pane = self.main.query_one("#hotspots-pane", HotspotsPane)
+            self.compute_hotspots(self.snapshot, self.selected, pane.text_width())
         elif active == "tab-ir":
             self.compute_ir(self.snapshot, self.selected, self.ir_stage)
 

@@ -184,3 +184,39 @@ def progress_bar(done: int, total: int, width: int = 10) -> str:
         return f"{done}/?"
     filled = max(0, min(width, round(width * done / total)))
     return "█" * filled + "░" * (width - filled) + f" {done}/{total}"
+
+
+def fit_columns(widths: list[int], available: int, drop_order: list[int]) -> list[int]:
+    """Indices of the columns to show: all when their widths fit ``available``, else drop the
+    columns of ``drop_order`` one by one (first first) until they fit or none is left to drop.
+    A table then never cuts what decides (case, speedup and interval, verdict) off screen."""
+    keep = list(range(len(widths)))
+    for index in drop_order:
+        if sum(widths[i] for i in keep) <= available:
+            break
+        if index in keep:
+            keep.remove(index)
+    return keep
+
+
+def fit_segments(segments: list[tuple[str, str, int]], width: int, sep: str = " · ") -> Text:
+    """One line from (text, style, priority) segments: every segment when they fit ``width``,
+    else the lowest priority ones (highest number) go first, so what matters stays in view."""
+    from rich.cells import cell_len
+
+    shown = list(segments)
+
+    def length(items: list[tuple[str, str, int]]) -> int:
+        return sum(cell_len(t) for t, _, _ in items) + cell_len(sep) * max(0, len(items) - 1)
+
+    while length(shown) > width and len(shown) > 1:
+        worst = max(range(len(shown)), key=lambda i: (shown[i][2], i))
+        if shown[worst][2] == 0:
+            break  # only what must stay is left: the line is cut at its end
+        shown.pop(worst)
+    line = Text(no_wrap=True, overflow="ellipsis")
+    for i, (text, style, _) in enumerate(shown):
+        if i:
+            line.append(sep)
+        line.append(text, style=style)
+    return line

@@ -225,9 +225,10 @@ def hotspots_text(snap: WorkspaceSnapshot, key: str) -> str:
     return hotspots_view(snap, key)[0]
 
 
-def hotspots_view(snap: WorkspaceSnapshot, key: str) -> tuple[str, list[str]]:
+def hotspots_view(snap: WorkspaceSnapshot, key: str, width: int | None = None) -> tuple[str, list[str]]:
     """(report markdown, knowledge cards to read): the cards `helix patterns route` names for
-    this profile, in reading order, then the index (always there, so a key opens something)."""
+    this profile, in reading order, then the index (always there, so a key opens something).
+    ``width``: the pane's columns (the hotspot table keeps the columns that fit whole)."""
     folder = profile_dir(snap, key)
     if folder is None:
         return f"No profile for {key} yet. Press f to profile it (writes {key}/profile/).", ["index"]
@@ -240,7 +241,7 @@ def hotspots_view(snap: WorkspaceSnapshot, key: str) -> tuple[str, list[str]]:
         built = report.build_report(folder)
     except Exception as exc:  # noqa: BLE001 - half-written profiler output
         return f"Cannot read the profile in {_rel(snap, folder)}: {exc}", ["index"]
-    return built.to_markdown(), [*route_report(built)["cards"], "index"]
+    return built.to_markdown(width), [*route_report(built)["cards"], "index"]
 
 
 def ir_dir(snap: WorkspaceSnapshot, key: str) -> Path | None:

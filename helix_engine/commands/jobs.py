@@ -275,7 +275,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     rows = [("id", job.id), ("kind", job.kind), ("status", job.status), ("round", job.round),
             ("backend", job.backend), ("device", job.device), ("pid", job.pid), ("node", _node(job)),
             ("created", _clock(job.created_at)), ("started", _clock(job.started_at)),
-            ("ended", _clock(job.ended_at)), ("duration", _duration(job)), ("exit code", job.exit_code),
+            ("ended", _clock(job.ended_at)), ("duration", _duration(job, folder)), ("exit code", job.exit_code),
             ("memory", _peak(job))]
     for key, value in rows:
         if value is not None:

@@ -256,33 +256,45 @@ def compare_files(baseline: Path, candidate: Path, metric_source: str, skip: boo
     return compare.format_comparisons(comps), rc, [compare.comparison_to_json(x) for x in comps]
 
 
-def _refuse_overwriting_a_submitted_round(op: Path) -> None:
-    """A passed round's perf file is its canonical record (the ledger and status read it);
-    a re-run would silently change a submitted result, so it must go to another file."""
+def submitted_perf_refusal(op: Path) -> tuple[str, str] | None:
+    """Why benching ``op`` in place is refused, as (why, what) where ``what`` is "baseline" or
+    "round"; None when it may run. A passed round's perf file is its canonical record (the ledger
+    and status read it), and the baseline's is what submitted rounds were measured against: a
+    re-run would silently change a submitted result. The way out differs per door (the CLI has
+    --output, the cockpit does not), so each caller words it."""
     from helix_engine.state import workflow
 
     n = layout.round_number(op.parent.name)
     perf = layout.perf_path_for(op)
     is_baseline = op.parent.name == layout.BASELINE_DIR
     if (n is None and not is_baseline) or not perf.is_file():
-        return
+        return None
     try:
         state = workflow.load_workflow(workflow.state_path(op.parent.parent))
     except (OSError, ValueError):
-        return  # no readable workflow state: nothing says the round was submitted
+        return None  # no readable workflow state: nothing says the round was submitted
     if is_baseline:
         passed = sorted(int(k) for k, e in state.rounds.items() if e.status == "passed" and k.isdigit())
         if passed:
-            raise HelixError(f"baseline/{perf.name} is what submitted rounds (opt-round-{passed[0]}…) were measured "
-                             "against; re-measuring it in place would change their speedups. Re-measure into "
-                             f"another file with --output (e.g. --output /tmp/{perf.name}), or re-establish the "
-                             "baseline with `helix prepare-baseline --force`")
-        return
+            return (f"baseline/{perf.name} is what submitted rounds (opt-round-{passed[0]}…) were measured "
+                    "against; re-measuring it in place would change their speedups", "baseline")
+        return None
     entry = state.rounds.get(str(n))
     if entry is None or entry.status != "passed":
+        return None
+    return f"{op.parent.name} was submitted, and {perf.name} is its canonical perf record", "round"
+
+
+def _refuse_overwriting_a_submitted_round(op: Path) -> None:
+    refusal = submitted_perf_refusal(op)
+    if refusal is None:
         return
-    raise HelixError(f"{op.parent.name} was submitted, and {perf.name} is its canonical perf record; "
-                     f"re-measure into another file with --output (e.g. --output /tmp/{perf.name}), "
+    why, what = refusal
+    perf = layout.perf_path_for(op)
+    if what == "baseline":
+        raise HelixError(f"{why}. Re-measure into another file with --output (e.g. --output /tmp/{perf.name}), "
+                         "or re-establish the baseline with `helix prepare-baseline --force`")
+    raise HelixError(f"{why}; re-measure into another file with --output (e.g. --output /tmp/{perf.name}), "
                      "or start a new round for a new measurement")
 
 

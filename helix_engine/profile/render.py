@@ -18,14 +18,30 @@ def _num(value: Any, digits: int = 3) -> str:
     return clean(value)  # op and kernel names come from profiler files
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(_num(c) for c in row) + " |" for row in rows]
+def _table(header: list[str], rows: list[list[Any]], width: int | None = None,
+           drop_order: tuple[int, ...] = ()) -> list[str]:
+    """A markdown table; with ``width``, the columns of ``drop_order`` go (first first) until the
+    rest fits whole, so a narrow terminal shows fewer columns instead of cutting every cell
+    (``softma…  interp…  27407.…``)."""
+    cells = [[_num(c) for c in row] for row in rows]
+    keep = list(range(len(header)))
+
+    def need(cols: list[int]) -> int:  # a rendered column: its widest cell plus one space each side
+        return sum(max([len(header[i])] + [len(row[i]) for row in cells]) + 2 for i in cols)
+
+    for index in drop_order if width is not None else ():
+        if need(keep) <= width:
+            break
+        keep.remove(index)
+    out = ["| " + " | ".join(header[i] for i in keep) + " |", "|" + "|".join("---" for _ in keep) + "|"]
+    out += ["| " + " | ".join(row[i] for i in keep) + " |" for row in cells]
     return out
 
 
-def render_markdown(r: ProfileReport) -> str:
+def render_markdown(r: ProfileReport, width: int | None = None) -> str:
     """Sections in the order a person reads them: what is hot, what bounds it, what to read next.
+    ``width``: the columns the text will be shown in (the cockpit's pane); the hotspot table then
+    keeps the op, its ratio and total time, and drops core type, count and average first.
 
     Every name or sentence that can hold profiler text (op names, paths, reasons) passes
     through ``sanitize.clean``."""
@@ -38,11 +54,13 @@ def render_markdown(r: ProfileReport) -> str:
     lines.append(f"- Bound: **{clean(r.bound)}**; op type: {clean(r.operator_type_guess.get('kind', 'unknown'))}")
     lines += ["", f"## Hotspots (top {len(r.hotspots)} of {r.op_count} ops, total {r.total_time_us:.3f} µs)", ""]
     lines += _table(["OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time(us)", "Ratio(%)"],
-                    [[h.op_type, h.core_type, h.count, h.total_us, h.avg_us, h.ratio_pct] for h in r.hotspots])
+                    [[h.op_type, h.core_type, h.count, h.total_us, h.avg_us, h.ratio_pct] for h in r.hotspots],
+                    width, drop_order=(1, 2, 4, 3))
     if r.core_type_totals:
         lines += ["", "## Core buckets", ""]
         lines += _table(["Bucket", "Total Time(us)", "Ratio(%)"],
-                        [[k, v["total_time_us"], v["ratio_pct"]] for k, v in r.core_type_totals.items()])
+                        [[k, v["total_time_us"], v["ratio_pct"]] for k, v in r.core_type_totals.items()],
+                        width, drop_order=(1,))
     lines += ["", "## Data-movement hotspots", ""]
     if r.data_movement_hotspots:
         lines += [f"- `{clean(d['op_type'])}`: {_num(d['total_time_us'])} µs ({_num(d['ratio_pct'])}%)"

@@ -93,10 +93,10 @@ class ProfileReport(BaseModel):
             "notes": self.notes, "problems": self.problems,
         }
 
-    def to_markdown(self) -> str:
+    def to_markdown(self, width: int | None = None) -> str:
         from helix_engine.profile.render import render_markdown
 
-        return render_markdown(self)
+        return render_markdown(self, width)
 
 
 def core_bucket(core_type: str) -> str:

@@ -21,6 +21,19 @@ class HotspotsPane(Vertical):
     """
 
     cards: list[str] = []  # card names by option index
+    _width: int | None = None  # the text width the shown report was laid out for
+
+    def text_width(self) -> int | None:
+        """Columns the report's text has (the pane less its scrollbar); None before layout."""
+        width = self.query_one("#hotspots", TextPane).size.width
+        self._width = width - 2 if width > 8 else None
+        return self._width
+
+    def on_resize(self) -> None:
+        """Another width may fit other table columns: lay the report out again."""
+        width = self.query_one("#hotspots", TextPane).size.width
+        if width > 8 and width - 2 != self._width and hasattr(self.app, "refresh_lazy_panes"):
+            self.call_after_refresh(self.app.refresh_lazy_panes)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="hotspot-cards-title")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, OptionList, Static
 
+from helix_engine.console import fmt_avg_change, fmt_relative
 from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_engine.sanitize import clean
 from helix_tui import render
@@ -18,35 +20,46 @@ MAX_PANE_CHARS = 400_000
 
 
 class CockpitHeader(Static):
-    """One line: operator · backend/device · phase · current round · best geomean · problems."""
+    """One line: operator · backend/device · phase · current round · best geomean · problems.
+    Narrower than that line (80 columns), the backend goes first, then the phase: the operator,
+    the best round with its speedup and the problem count stay."""
 
     DEFAULT_CSS = """
     CockpitHeader { height: 1; background: $panel; color: $text; padding: 0 1; }
     """
 
+    _shown: tuple[WorkspaceSnapshot | None, str] = (None, "")
+
     def on_mount(self) -> None:
         self.show(None)
 
+    def on_resize(self) -> None:
+        self.show(*self._shown)
+
     def show(self, snap: WorkspaceSnapshot | None, note: str = "") -> None:
+        self._shown = (snap, note)
         if snap is None:
             self.update(plain(note or "loading workspace…"))
             return
-        text = Text(no_wrap=True, overflow="ellipsis")
         op = snap.operator_file.stem if snap.operator_file else "no operator"
-        text.append(clean(op), style="bold")
-        text.append(f" · {clean(backend_device(snap))}")
-        text.append(f" · {clean(render.phase(snap))}")
         cur = render.current_round(snap)
-        text.append(f" · round {cur}" if cur is not None else " · no active round")
-        best = render.best_geomean(snap)
-        if snap.promoted_best_round is not None:
-            text.append(f" · best round-{snap.promoted_best_round} {render.speedup(best)}", style="bold green")
+        segments: list[tuple[str, str, int]] = [  # (text, style, priority: higher goes first)
+            (clean(op), "bold", 0),
+            (clean(backend_device(snap)), "", 3),
+            (clean(render.phase(snap)), "", 2),
+            (f"round {cur}" if cur is not None else "no active round", "", 1),
+        ]
+        if snap.promoted_best_round is not None:  # the promotion rule's best and its own interval
+            best = snap.promotion.best_geomean() if snap.promotion is not None else None
+            text = render.estimate(best) if best is not None else render.speedup(render.best_geomean(snap))
+            segments.append((f"best round-{snap.promoted_best_round} {text}", "bold green", 0))
         count = len(render.all_problems(snap))
         if count:
-            text.append(f" · {count} problem{'s' if count != 1 else ''} (!)", style="bold red")
+            segments.append((f"{count} problem{'s' if count != 1 else ''} (!)", "bold red", 0))
         if note:
-            text.append(f" · {clean(note)}", style="yellow")
-        self.update(text)
+            segments.append((clean(note), "yellow", 1))
+        width = self.content_region.width or self.app.size.width - 2
+        self.update(render.fit_segments(segments, width))
 
 
 def backend_device(snap: WorkspaceSnapshot) -> str:
@@ -85,11 +98,35 @@ class PerfPane(Vertical):
             text = self._exact.get(event.row_key, "")
             self.query_one("#perf-exact", Static).update(plain(text))
 
+    def on_resize(self) -> None:
+        """A width that shows other columns re-renders the table (80 ↔ 160 columns), once the
+        resize is laid out (a DataTable refilled inside the resize keeps stale column widths)."""
+        self.call_after_refresh(self._refit)
+
+    def _refit(self) -> None:
+        if self._last is not None and self._columns_for(self._last[0]) != self._shown_columns:
+            self.show(*self._last)
+
+    #: The time columns go first when the table is too wide (round, then baseline, then delta):
+    #: case, speedup with its interval, and verdict stay; the line under the table keeps the times.
+    DROP_ORDER = (5, 4, 3)
+    _last: tuple[PerfView, WorkspaceSnapshot, str] | None = None
+    _shown_columns: list[int] | None = None
+
+    def _columns_for(self, view: PerfView) -> list[int]:
+        labels = ["case", SPEEDUP_COLUMN, "verdict", "delta", view.against, view.key[0].removeprefix("opt-")]
+        rows = [row for c in view.comparisons for row in comparison_rows(c)]
+        widths = [max([cell_len(label)] + [cell_len(str(row[i])) for row in rows]) + 2 for i, label in enumerate(labels)]
+        available = self.size.width - 2 if self.size.width else 10_000  # the table's scrollbar
+        return render.fit_columns(widths, available, list(self.DROP_ORDER))
+
     def show(self, view: PerfView, snap: WorkspaceSnapshot, metric: str) -> None:
+        self._last = (view, snap, metric)
         summary = self.query_one("#perf-summary", Static)
         table = self.query_one("#perf-table", DataTable)
         table.clear(columns=True)
         self._exact = {}
+        self._shown_columns = None
         self.query_one("#perf-exact", Static).update("")
         key = view.key[0]
         if not view.comparisons:
@@ -100,19 +137,25 @@ class PerfPane(Vertical):
             else:
                 summary.update(plain(view.note or "nothing to compare", "yellow"))
             return
-        table.add_columns("case", SPEEDUP_COLUMN, "verdict", "delta", view.against, key.removeprefix("opt-"))
+        keep = self._shown_columns = self._columns_for(view)
+        labels = ["case", SPEEDUP_COLUMN, "verdict", "delta", view.against, key.removeprefix("opt-")]
+        table.add_columns(*[labels[i] for i in keep])
         lines = Text()
         for c in view.comparisons:
             if len(view.comparisons) > 1:
-                table.add_row(Text(f"── {c.metric_source or c.requested} ──", style="bold"), "", "", "", "", "")
+                heading = [Text(f"── {c.metric_source or c.requested} ──", style="bold")] + [""] * (len(keep) - 1)
+                table.add_row(*heading)
             for i, row in enumerate(comparison_rows(c)):
-                row_key = table.add_row(plain(row[0]), plain(row[1]), _verdict(row[2]), *map(plain, row[3:]))
+                cells = [plain(row[0]), plain(row[1]), _verdict(row[2]), *map(plain, row[3:])]
+                row_key = table.add_row(*[cells[j] for j in keep])
                 self._exact[row_key] = exact_row(c, i)
             lines.append(f"{clean(c.metric_source or c.requested)}: ", style="bold")
             lines.append(f"geomean (mean) {render.estimate(c.geomean)} ")
+            if c.geomean is not None and c.geomean.point < 1.0:  # a slowdown in words: 10.0x slower
+                lines.append(f"({fmt_relative(c.geomean.point)}) ", style="red")
             if c.geomean_median is not None:
                 lines.append(f"(median) {render.estimate(c.geomean_median)} ")
-            lines.append(f"avg improvement {render.pct(c.avg_improvement_pct)}")
+            lines.append(fmt_avg_change(c.avg_improvement_pct))
             lines.append(f" · vs {view.against}")
             if c.errors:
                 lines.append(f" · {len(c.errors)} error(s): {clean(c.errors[0])}", style="red")
@@ -128,6 +171,8 @@ class PerfPane(Vertical):
                 lines.append(" · t: total-op time (no kernel time)", style="dim")
             lines.append("\n")
         lines.rstrip()
+        if len(keep) < len(labels):  # the dropped time columns are on the line under the table
+            lines.append(" · times: below the table", style="dim")
         summary.update(lines)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input, Select, SelectionList, Static, TabbedContent, TextArea
 
+from helix_tui import actions
 from helix_tui.app import HelixApp
 from helix_tui.screens.forms import SetRoundStateScreen, StartRoundScreen
 from helix_tui.screens.submit import SubmitRoundScreen
@@ -290,8 +291,14 @@ async def test_a_refused_job_key_is_shown_not_swallowed(active_ws: Path) -> None
         def said() -> str:
             return " ".join(str(n.message) for n in app._notifications)
 
+        # the cockpit refuses before spawning, with what a key can do (issue 13 finding 7)
+        assert await wait_for(pilot, lambda: "opt-round-2 was submitted" in said())
+        assert "started" not in said() and "--output" not in said()
+        # and a refusal only the spawned CLI knows is shown too, not "started … see the Jobs pane"
+        argv = ["run-bench", "--operator-file", "opt-round-2/opt_add.py", "--bench-file", "bench_add.py"]
+        app.run_engine("bench opt-round-2", actions.spawn_call(active_ws, argv))
         assert await wait_for(pilot, lambda: "refused" in said())
-        assert "opt-round-2 was submitted" in said() and "started" not in said()
+        assert "started" not in said()
     assert perf.read_text() == before
 
 
@@ -309,13 +316,14 @@ def _recorder(tmp_path: Path, name: str) -> tuple[Path, Path]:
     [("t", "run-test", "--ref-operator-file"), ("b", "run-bench", "--bench-file"),
      ("p", "probe-bench", "--baseline-operator-file"), ("f", "profile-bench", "--case-id")],
 )
-async def test_job_keys_spawn_the_cli(ws: Path, tmp_path: Path, monkeypatch, key: str, command: str, flag: str | None) -> None:
+async def test_job_keys_spawn_the_cli(active_ws: Path, tmp_path: Path, monkeypatch, key: str, command: str,
+                                     flag: str | None) -> None:
     python, out = _recorder(tmp_path, "python")
     monkeypatch.setenv("HELIX_PYTHON", str(python))
-    app = HelixApp(ws, job_poll_s=0)
+    app = HelixApp(active_ws, job_poll_s=0)
     async with app.run_test(size=(120, 36)) as pilot:
         await settle(pilot, app)
-        await select(pilot, app, "opt-round-2")
+        await select(pilot, app, "opt-round-3")  # the active round (b on a submitted one is refused)
         from helix_engine import cli
 
         assert command in cli.command_names()
@@ -323,7 +331,7 @@ async def test_job_keys_spawn_the_cli(ws: Path, tmp_path: Path, monkeypatch, key
         assert await wait_for(pilot, lambda: out.is_file() and out.read_text().strip() != "")
         argv = out.read_text().split()
         assert argv[:3] == ["-m", "helix_engine", command]
-        assert argv[argv.index("--operator-file") + 1] == "opt-round-2/opt_add.py"
+        assert argv[argv.index("--operator-file") + 1] == "opt-round-3/opt_add.py"
         if flag:
             assert flag in argv
 
@@ -441,12 +449,18 @@ async def test_perf_pane_at_80_columns_shows_speedup_and_verdict_and_short_times
         assert await wait_for(pilot, lambda: "vs baseline" in shown(app.main.query_one("#perf-summary")))
         labels = [str(c.label) for c in table.columns.values()]
         assert labels[:3] == ["case", "speedup (mean)", "verdict"]
-        rows = {r[0]: r for r in table_rows(table)}
-        assert rows["fp32_16x128"][4:] == ["25.79 ms", "2.501 ms"]
-        assert rows["fp16_16x96"][4:] == ["6.724 µs", "6.500 µs"]
+        # issue 13 finding 7: the time columns went off screen; now they are dropped first (the
+        # line under the table shows the highlighted case's times) and every shown column fits
+        assert "baseline" not in labels and "round-1" not in labels
+        assert "times: below the table" in shown(app.main.query_one("#perf-summary"))
         widths = [c.get_render_width(table) for c in table.ordered_columns]
-        assert sum(widths[:3]) <= table.scrollable_content_region.width  # verdict fully on screen
+        assert sum(widths) <= table.scrollable_content_region.width  # nothing cut at the right edge
         table.focus()
         await pilot.press("home")
         exact = app.main.query_one("#perf-exact", Static)
         assert await wait_for(pilot, lambda: "baseline=25790.949167" in shown(exact) or "baseline=6.7241" in shown(exact))
+        await pilot.resize_terminal(160, 40)  # wide enough: the times come back, shortened
+        assert await wait_for(pilot, lambda: "round-1" in [str(c.label) for c in table.columns.values()])
+        rows = {r[0]: r for r in table_rows(table)}
+        assert rows["fp32_16x128"][4:] == ["25.79 ms", "2.501 ms"]
+        assert rows["fp16_16x96"][4:] == ["6.724 µs", "6.500 µs"]
