@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from helix_engine.sanitize import clean_name
 from helix_engine.workspace.files import MAX_TEXT_BYTES, atomic_write_text
-from helix_engine.workspace.json_text import DuplicateKey, no_duplicates
+from helix_engine.workspace import json_text
+from helix_engine.workspace.json_text import DuplicateKey
 from helix_engine.workspace.models import PerfRecord, Problem
 
 #: Attribute (outside the pydantic fields, so never serialized) holding (file, line).
@@ -76,7 +77,7 @@ def parse_perf_text(text: str, file: str) -> tuple[list[PerfRecord], list[Proble
 
 def _parse_line(line: str, file: str, line_no: int) -> tuple[PerfRecord | None, Problem | None]:
     try:
-        data = json.loads(line, object_pairs_hook=no_duplicates)
+        data = json_text.loads(line)
     except DuplicateKey as exc:
         return None, Problem(file=file, line=line_no, message=f"has the key {clean_name(exc.key)!r} twice; JSON "
                              "readers disagree on which value counts, so keep one (or re-run the bench)")

@@ -42,6 +42,8 @@ class NoiseMargins(BaseModel):
     def for_case(self, latency_id: str, statistic: str = "mean") -> float:
         """The case's calibrated margin for ``statistic`` (never below 1%), else the default. Each
         statistic has its own floor: one slow outlier moves a mean far more than a median."""
+        if not self.per_case and not self.per_case_median:  # not calibrated (no id to look up)
+            return self.default
         table = self.per_case_median if statistic == "median" else self.per_case
         found = table.get(canonical_id(latency_id))
         if found is None and statistic == "median":
@@ -49,7 +51,10 @@ class NoiseMargins(BaseModel):
         return self.default if found is None else max(DEFAULT_MARGIN, found)
 
     def for_geomean(self, latency_ids: Iterable[str], statistic: str = "mean") -> float:
-        values = [self.for_case(lid, statistic) for lid in latency_ids]
+        if not self.per_case and not self.per_case_median:  # the same sum, without a lookup per case
+            values = [self.default] * sum(1 for _ in latency_ids)
+        else:
+            values = [self.for_case(lid, statistic) for lid in latency_ids]
         return sum(values) / len(values) if values else self.default
 
     def describe(self, latency_ids: Iterable[str] | None = None) -> str:

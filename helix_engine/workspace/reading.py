@@ -43,19 +43,45 @@ _CHUNK = 1 << 20
 _LINK_ADVICE = "helix does not follow links in a workspace; replace it with the file"
 
 
-_SESSION = threading.local()  # .roots: workspace abspath -> realpath, during one load (per thread)
+_SESSION = threading.local()  # .roots: workspace abspath -> realpath, .folders: folder -> realpath (per thread)
 
 
 @contextlib.contextmanager
 def load_session() -> Iterator[None]:
-    """Resolve each workspace root once for the duration of one load or reload (hot path:
-    every declared path and every read checks it stays inside the workspace)."""
+    """Resolve each workspace root, and each folder a declared path names, once for the duration
+    of one load or reload (hot path: every declared path and every read checks it stays inside
+    the workspace)."""
     outer = getattr(_SESSION, "roots", None)
+    outer_folders = getattr(_SESSION, "folders", None)
     _SESSION.roots = {} if outer is None else outer
+    _SESSION.folders = {} if outer_folders is None else outer_folders
     try:
         yield
     finally:
         _SESSION.roots = outer
+        _SESSION.folders = outer_folders
+
+
+def _realpath(path: str) -> tuple[str, bool]:
+    """``os.path.realpath(path)`` and whether it may end on a link (a loop). In a load session the
+    folder is resolved once (a thousand rounds' files share a few hundred folders) and only the
+    last name is looked at: realpath(folder/name) is realpath(folder)/name unless name is a link."""
+    folders: dict[str, str] | None = getattr(_SESSION, "folders", None)
+    folder, name = os.path.split(path)
+    if folders is None or not os.path.isabs(path) or name in ("", ".", ".."):
+        real = os.path.realpath(path, strict=False)
+        return real, True
+    real_folder = folders.get(folder)
+    if real_folder is None:
+        real_folder = folders[folder] = os.path.realpath(folder, strict=False)
+    full = os.path.join(real_folder, name)
+    try:
+        is_link = stat.S_ISLNK(os.lstat(full).st_mode)
+    except OSError:
+        return full, False  # missing (or unreadable): realpath keeps the name as it is
+    if is_link:
+        return os.path.realpath(path, strict=False), True
+    return full, False
 
 
 def root_real(workspace: Path) -> str:
@@ -77,8 +103,8 @@ def inside(path: Path, workspace: Path) -> bool:
     """True when ``path`` (symlinks followed) lies inside ``workspace``; raises on symlink loops
     like ``Path.resolve`` does (callers turn that into a Problem). A check on a *name*, for
     declared paths; reads check the opened file instead."""
-    real = os.path.realpath(path, strict=False)
-    if os.path.islink(real):  # realpath stops on a link only when the links loop
+    real, maybe_link = _realpath(os.fspath(path))
+    if maybe_link and os.path.islink(real):  # realpath stops on a link only when the links loop
         raise OSError(f"symlink loop at {clean_name(real)}")
     return _under(real, root_real(workspace))
 

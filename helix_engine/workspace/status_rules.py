@@ -66,15 +66,19 @@ def perf_issues(records: Iterable[PerfRecord]) -> PerfIssues:
 
 
 _ISSUES_CACHE: dict[int, tuple[list[PerfRecord], PerfIssues]] = {}
+_ISSUES_CACHED = 64
 
 
 def _cached_issues(records: list[PerfRecord]) -> PerfIssues:
-    """perf_issues of the baseline, computed once per list object (every round compares with it)."""
+    """perf_issues of a list of records, computed once per list object (loaded records are never
+    changed): the baseline's is asked for by every round, a round's by its comparison with the
+    baseline, with the best before it, and, once it is the best, by every later round's."""
     hit = _ISSUES_CACHE.get(id(records))
     if hit is not None and hit[0] is records:
         return hit[1]
     issues = perf_issues(records)
-    _ISSUES_CACHE.clear()
+    if len(_ISSUES_CACHE) >= _ISSUES_CACHED:
+        del _ISSUES_CACHE[next(iter(_ISSUES_CACHE))]  # the oldest
     _ISSUES_CACHE[id(records)] = (records, issues)
     return issues
 
@@ -121,7 +125,7 @@ def pair_for_status(
         out.warnings, out.problems, out.refused = [warning], [problem], True
         return out
 
-    b_issues, c_issues = _cached_issues(baseline), perf_issues(candidate)
+    b_issues, c_issues = _cached_issues(baseline), _cached_issues(candidate)
     if b_issues.duplicates:
         return refuse(f"duplicate latency ids in baseline perf data: {', '.join(b_issues.duplicates)}",
                       Problem(baseline_file, "repeats case labels ("
