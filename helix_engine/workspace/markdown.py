@@ -124,16 +124,17 @@ def parse_opt_note(text: str, file: str = "opt-note.md") -> OptNote:
             )
         else:
             seen[number] = section.start_line
+        fields = section.values()  # one scan of the entry, not one per field
         rounds.append(
             OptNoteRound(
                 number=number,
-                parent=section.get("Parent"),
-                theme=section.get("Theme"),
-                result=section.get("Result"),
-                best_status=section.get("Best status"),
+                parent=fields.get("Parent"),
+                theme=fields.get("Theme"),
+                result=fields.get("Result"),
+                best_status=fields.get("Best status"),
                 line=section.start_line,
-                summary=section.get("Summary"),
-                attempts=section.get("Attempts"),
+                summary=fields.get("Summary"),
+                attempts=fields.get("Attempts"),
             )
         )
     for extra in overall[1:]:

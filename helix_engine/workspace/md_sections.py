@@ -4,6 +4,7 @@ and leave every other byte as it was."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -58,13 +59,15 @@ _SUMMARY_FIELD_RE = _field_re(SUMMARY_FIELDS)
 
 
 def _split_eol(line: str) -> tuple[str, str]:
-    if line.endswith("\r\n"):
-        return line[:-2], "\r\n"
-    if line.endswith("\n") or line.endswith("\r"):
-        return line[:-1], line[-1]
+    last = line[-1:]
+    if last == "\n":
+        return (line[:-2], "\r\n") if line[-2:-1] == "\r" else (line[:-1], "\n")
+    if last == "\r":
+        return line[:-1], "\r"
     return line, ""
 
 
+@functools.lru_cache(maxsize=256)
 def _canonical(key: str, names: tuple[str, ...]) -> str:
     for name in names:
         if name.lower() == key.lower():
@@ -98,6 +101,15 @@ class Section:
             if match:
                 found.setdefault(_canonical(match.group("key"), names), index)
         return found
+
+    def values(self) -> dict[str, str | None]:
+        """Every field's value (what ``get`` returns for it), from one scan of the section."""
+        regex = _ROUND_FIELD_RE if self.kind == "round" else _SUMMARY_FIELD_RE
+        out: dict[str, str | None] = {}
+        for name, index in self.field_lines().items():
+            match = regex.match(_split_eol(self.lines[index])[0])
+            out[name] = match.group("value") if match else None
+        return out
 
     def get(self, name: str) -> str | None:
         index = self.field_lines().get(name)
