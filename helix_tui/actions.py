@@ -375,13 +375,14 @@ def latest_job_status(tracker: JobTracker, n: int, kind: str) -> str | None:
 
     name = round_key(n)
     jobs = []
-    for job_id in tracker.order:  # newest first
-        live = tracker.jobs.get(job_id)
-        if live is None or live.info is None:
-            continue
-        job_kind = f"run-{live.kind}" if live.kind == kind else live.kind
-        job_round = name if layout.parse_round_ref(live.round) == n else live.round
-        jobs.append((job_kind, job_round, live.status))
+    with tracker.lock:  # the jobs view, in memory (workers fold into it under the same lock)
+        for job_id in tracker.order:  # newest first
+            live = tracker.jobs.get(job_id)
+            if live is None or live.info is None:
+                continue
+            job_kind = f"run-{live.kind}" if live.kind == kind else live.kind
+            job_round = name if layout.parse_round_ref(live.round) == n else live.round
+            jobs.append((job_kind, job_round, live.status))
     return round_fill.latest_verdict(jobs, name, f"run-{kind}")
 
 

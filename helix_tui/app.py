@@ -251,7 +251,7 @@ class HelixApp(KeyActions, App[int]):
         n = render.key_round(self.selected)
         if (n is not None and n in message.batch.rounds) or (n is None and message.batch.snapshot_paths):
             for widget_id in ("attempts", "summary", "analysis", "live-attempts"):
-                self.main.query_one(f"#{widget_id}", FileTail).poll()
+                self.main.query_one(f"#{widget_id}", FileTail).follow()  # the read runs in a worker
 
     def on_jobs_changed(self, message: JobsChanged) -> None:
         self.show_jobs()
@@ -307,7 +307,8 @@ class HelixApp(KeyActions, App[int]):
         self.notify(text, title=message.title, severity="information" if message.exit_code == 0 else "warning")
 
     def on_action_failed(self, message: ActionFailed) -> None:
-        self.notify(message.message, title=message.title, severity="error", timeout=10)
+        severity = "warning" if message.severity == "warning" else "error"
+        self.notify(message.message, title=message.title, severity=severity, timeout=10)
 
     @on(Tree.NodeHighlighted, "#tree")
     def _tree_moved(self, event: Tree.NodeHighlighted[str]) -> None:
@@ -378,9 +379,9 @@ class HelixApp(KeyActions, App[int]):
             tail = self.main.query_one(f"#{widget_id}", FileTail)
             path = folder / name
             if reopen or tail.path != path:
-                tail.open(path, workspace=snap.root)
+                tail.load(path, workspace=snap.root)  # the reads run in workers, not on the event loop
             else:
-                tail.poll()
+                tail.follow()
         self.compute_perf(snap, self.selected, self.metric, self.against)
         self.compute_diff(snap, self.selected, self.diff_against)
         self.refresh_lazy_panes()

@@ -11,9 +11,12 @@ import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from textual import work
 from textual.widgets import TabbedContent
 
+from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui import actions, views
+from helix_tui.messages import ActionFailed, SubmitPrefilled
 from helix_tui.widgets.jobs_pane import JobsPane
 
 if TYPE_CHECKING:
@@ -147,16 +150,26 @@ class KeyActions:
         self.push_screen(StartRoundScreen(self.snapshot))
 
     def action_submit_round(self: HelixApp) -> None:
+        """s: the form's pre-fill reads attempts.md and the round folder, so it is built in a
+        worker; the form opens when it arrives (``on_submit_prefilled``)."""
+        if self.snapshot is not None:
+            self.load_submit_prefill(self.snapshot, self.selected)
+
+    @work(thread=True, exclusive=True, group="submit-prefill", exit_on_error=False, description="submit pre-fill")
+    def load_submit_prefill(self: HelixApp, snap: WorkspaceSnapshot, key: str) -> None:
+        try:
+            prefill = actions.submit_prefill(snap, key, self.tracker)
+        except actions.ActionRefused as exc:
+            self.post_message(ActionFailed("submit round", str(exc), severity="warning"))
+            return
+        self.post_message(SubmitPrefilled(snap, prefill))
+
+    def on_submit_prefilled(self: HelixApp, message: SubmitPrefilled) -> None:
+        from helix_tui.screens.main import MainScreen
         from helix_tui.screens.submit import SubmitRoundScreen
 
-        if self.snapshot is None:
-            return
-        try:
-            prefill = actions.submit_prefill(self.snapshot, self.selected, self.tracker)
-        except actions.ActionRefused as exc:
-            self.notify(str(exc), title="submit round", severity="warning", timeout=8)
-            return
-        self.push_screen(SubmitRoundScreen(self.snapshot, prefill))
+        if isinstance(self.screen, MainScreen):  # not over a form or screen opened meanwhile
+            self.push_screen(SubmitRoundScreen(message.snapshot, message.prefill))
 
     def action_set_round_state(self: HelixApp) -> None:
         from helix_tui.screens.forms import SetRoundStateScreen

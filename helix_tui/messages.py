@@ -80,9 +80,19 @@ class ActionFinished(Message):
 
 
 class ActionFailed(Message):
-    """An engine action raised: the sentence is shown, the app keeps running."""
+    """An engine action raised (or refused): the sentence is shown, the app keeps running."""
 
-    def __init__(self, title: str, message: str) -> None:
+    def __init__(self, title: str, message: str, severity: str = "error") -> None:
         super().__init__()
         self.title = title
         self.message = message
+        self.severity = severity
+
+
+class SubmitPrefilled(Message):
+    """The submit form's pre-fill, built off the event loop (it reads the round folder)."""
+
+    def __init__(self, snapshot: WorkspaceSnapshot, prefill: Any) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.prefill = prefill  # helix_tui.actions.SubmitPrefill

@@ -11,13 +11,16 @@ never an error.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.geometry import Size
+from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -55,23 +58,86 @@ class FileTail(ScrollView, can_focus=True):
         self._follow = True
         self._rows: list[tuple[str, Style | None]] = []  # wrapped rows, top to bottom
         self._row_width = 0
+        self._generation = 0  # one per open: a read for an earlier file is dropped
+        self._loading = False  # a load's tail read is in flight
 
     # ------------------------------------------------------------------ file reading
+    #
+    # Every read has a read half (bytes from disk: ``read_tail`` / ``read_from`` below, safe to
+    # run in a thread) and an apply half (fields and rows, on the event loop). The cockpit uses
+    # ``load`` / ``follow`` / ``action_older``, whose read halves run in thread workers that post
+    # the bytes back, so a selection change never reads 4 × 128 KB on the UI thread; ``open`` and
+    # ``poll`` do both halves at once (tests, and code that already runs off the event loop).
 
-    def open(self, path: Path | None, note: str = "", workspace: Path | None = None) -> None:
-        """Show ``path`` (None: show ``note`` only), scrolled to the end. ``workspace`` is the
-        folder every read must stay inside (default: the one owning ``path``)."""
+    class Read(Message):
+        """Bytes a worker read for this tail (``generation``: the open they belong to)."""
+
+        def __init__(self, generation: int, op: str, data: Any) -> None:
+            super().__init__()
+            self.generation, self.op, self.data = generation, op, data
+
+    def _begin(self, path: Path | None, note: str, workspace: Path | None) -> None:
+        self._generation += 1  # reads made for an earlier open are dropped when they arrive
+        self._loading = False
         self.path = Path(path) if path is not None else None
         if workspace is not None:
             self.workspace = Path(workspace)
         self.lines, self.start, self.end, self.partial = [], 0, 0, ""
         self.note = note
-        if self.path is not None:
-            self._read_tail()
+
+    def _shown_at_end(self) -> None:
         self._resize()
         self._follow = True
         self.scroll_end(animate=False, immediate=True)
         self.call_after_refresh(self._keep_following)
+
+    def open(self, path: Path | None, note: str = "", workspace: Path | None = None) -> None:
+        """Show ``path`` (None: show ``note`` only), scrolled to the end, reading it now.
+        ``workspace`` is the folder every read must stay inside (default: the one owning ``path``)."""
+        self._begin(path, note, workspace)
+        if self.path is not None:
+            self._read_tail()
+        self._shown_at_end()
+
+    def load(self, path: Path | None, note: str = "", workspace: Path | None = None) -> None:
+        """``open`` with the read in a thread worker: the tail shows when the bytes arrive."""
+        self._begin(path, note, workspace)
+        self._shown_at_end()
+        if self.path is not None:
+            self._loading = True  # follow() waits for the tail: it would read from offset 0
+            self._in_worker("tail", read_tail, self.path, self._root(), self.chunk_bytes, self.note)
+
+    def follow(self) -> None:
+        """``poll`` with the read in a thread worker (what the cockpit calls on a file change)."""
+        if self.path is not None and not self._loading:
+            self._in_worker("poll", read_from, self.path, self._root(), self.end, 8 * self.chunk_bytes)
+
+    def _in_worker(self, op: str, read: Any, *args: Any) -> None:
+        generation = self._generation
+
+        def work() -> None:
+            self.post_message(self.Read(generation, op, read(*args)))
+
+        self.run_worker(work, thread=True, group=f"tail-{id(self)}", exit_on_error=False, description=f"tail {op}")
+
+    def on_file_tail_read(self, message: Read) -> None:
+        message.stop()
+        if message.generation != self._generation:
+            return  # another file was opened since
+        if message.op == "tail":
+            self._loading = False
+            self._take_tail(message.data)
+            self._shown_at_end()
+        elif message.op == "poll":
+            read_at, size, data = message.data
+            if read_at == self.end:
+                self._apply_poll(size, data, reopen=self.load)
+            elif size is not None and size > self.end:  # an earlier follow took part: read the rest
+                self.follow()
+        elif message.op == "older":
+            begin_at, data = message.data
+            if begin_at == self.start:
+                self._apply_older(data)
 
     def on_resize(self) -> None:
         """A pane shown for the first time (or resized) re-wraps and keeps following the end."""
@@ -83,70 +149,35 @@ class FileTail(ScrollView, can_focus=True):
         if self._follow and self.scroll_y < self.max_scroll_y:
             self.scroll_end(animate=False, immediate=True)
 
-    def _file_size(self) -> int | None:
-        try:
-            if self.path is None or os.path.islink(self.path) or not self.path.is_file():
-                return None
-            return self.path.stat().st_size
-        except OSError:
-            return None
-
-    def _read_bytes(self, start: int, length: int) -> bytes:
-        assert self.path is not None
-        try:  # the safe reader: a FIFO, device or link out of the workspace is never read
-            with open_workspace_file(self.path, self._root()) as handle:
-                handle.seek(start)
-                return handle.read(length)
-        except OSError:
-            return b""
-
     def _root(self) -> Path:
         assert self.path is not None
         return self.workspace if self.workspace is not None else owning_workspace(self.path)
 
-    def _absent_note(self) -> str:
-        """Why there is nothing to show: the reader's sentence for a path that exists but is not a
-        readable regular file (a FIFO, a link …), else "does not exist yet"."""
-        if self.path is None:
-            return "file does not exist yet"
-        if os.path.lexists(self.path):
-            try:
-                open_workspace_file(self.path, self._root()).close()
-            except UnreadableFile as exc:
-                return clean(str(exc.problem))
-            except OSError:
-                pass
-        return f"{clean(self.path.name)} does not exist yet"
-
     def _read_tail(self) -> None:
-        size = self._file_size()
-        if size is None:
-            self.note = self.note or self._absent_note()
-            return
-        start = max(0, size - self.chunk_bytes)
-        data = self._read_bytes(start, size - start)
-        if start > 0:  # drop the partial first line
-            cut = data.find(b"\n")
-            data = data[cut + 1 :] if cut >= 0 else b""
-            start = size - len(data)
-        complete = data[: data.rfind(b"\n") + 1]
-        self.start, self.end = start, start + len(complete)
-        self.partial = data[len(complete) :].decode("utf-8", errors="replace")
-        self._add(_split(complete), at_end=True)
-        self.note = ""
+        """Read the end of the file now and take it (the read half of ``open`` plus its fields)."""
+        assert self.path is not None
+        self._take_tail(read_tail(self.path, self._root(), self.chunk_bytes, self.note))
+
+    def _take_tail(self, data: TailData) -> None:
+        self.start, self.end, self.partial, self.note = data.start, data.end, data.partial, data.note
+        self._add(data.lines, at_end=True)
 
     def poll(self) -> bool:
-        """Read what was appended since the last call; True when something changed."""
+        """Read what was appended since the last call, now; True when something changed."""
         if self.path is None:
             return False
-        size = self._file_size()
+        read_at, size, data = read_from(self.path, self._root(), self.end, 8 * self.chunk_bytes)
+        return self._apply_poll(size, data, reopen=self.open)
+
+    def _apply_poll(self, size: int | None, data: bytes, reopen: Any) -> bool:
+        assert self.path is not None
         if size is None:
             if self.lines or not self.note:
-                self.open(self.path, note=f"{self.path.name} was removed")
+                reopen(self.path, note=f"{self.path.name} was removed")
                 return True
             return False
         if size < self.end:  # truncated or replaced: start over
-            self.open(self.path)
+            reopen(self.path)
             return True
         if size == self.end and not self.partial:
             if not self.lines and self.note:
@@ -154,7 +185,6 @@ class FileTail(ScrollView, can_focus=True):
                 self._resize()
                 return True
             return False
-        data = self._read_bytes(self.end, min(size - self.end, 8 * self.chunk_bytes))
         complete = data[: data.rfind(b"\n") + 1]
         partial = data[len(complete) :].decode("utf-8", errors="replace")
         if not complete and partial == self.partial:
@@ -170,12 +200,15 @@ class FileTail(ScrollView, can_focus=True):
         return True
 
     def action_older(self) -> None:
-        """Read the chunk before the first loaded line and keep the view where it was."""
+        """Read the chunk before the first loaded line (in a worker) and keep the view where it was."""
         if self.path is None or self.start <= 0:
             self.scroll_home(animate=False)
             return
         begin = max(0, self.start - self.chunk_bytes)
-        data = self._read_bytes(begin, self.start - begin)
+        self._in_worker("older", _read_before, self.path, self._root(), begin, self.start)
+
+    def _apply_older(self, data: bytes) -> None:
+        begin = max(0, self.start - len(data))
         if begin > 0:
             cut = data.find(b"\n")
             data = data[cut + 1 :] if cut >= 0 else b""
@@ -235,6 +268,78 @@ class FileTail(ScrollView, can_focus=True):
         text, style = self._rows[index]
         strip = Strip([Segment(text, style)]).crop(self.scroll_offset.x, self.scroll_offset.x + width)
         return strip.extend_cell_length(width).apply_style(self.rich_style)
+
+
+@dataclass
+class TailData:
+    """The end of a file as ``read_tail`` found it: complete lines from ``start`` to ``end``, the
+    unfinished last line, and the note to show (why nothing is there)."""
+
+    start: int = 0
+    end: int = 0
+    lines: list[str] = field(default_factory=list)
+    partial: str = ""
+    note: str = ""
+
+
+def _file_size(path: Path) -> int | None:
+    try:
+        if os.path.islink(path) or not path.is_file():
+            return None
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+def _read_bytes(path: Path, root: Path, start: int, length: int) -> bytes:
+    try:  # the safe reader: a FIFO, device or link out of the workspace is never read
+        with open_workspace_file(path, root) as handle:
+            handle.seek(start)
+            return handle.read(length)
+    except OSError:
+        return b""
+
+
+def _absent_note(path: Path, root: Path) -> str:
+    """Why there is nothing to show: the reader's sentence for a path that exists but is not a
+    readable regular file (a FIFO, a link …), else "does not exist yet"."""
+    if os.path.lexists(path):
+        try:
+            open_workspace_file(path, root).close()
+        except UnreadableFile as exc:
+            return clean(str(exc.problem))
+        except OSError:
+            pass
+    return f"{clean(path.name)} does not exist yet"
+
+
+def read_tail(path: Path, root: Path, chunk_bytes: int, note: str = "") -> TailData:
+    """The last ``chunk_bytes`` of ``path`` (from its first complete line); bounded, from the end."""
+    size = _file_size(path)
+    if size is None:
+        return TailData(note=note or _absent_note(path, root))
+    start = max(0, size - chunk_bytes)
+    data = _read_bytes(path, root, start, size - start)
+    if start > 0:  # drop the partial first line
+        cut = data.find(b"\n")
+        data = data[cut + 1 :] if cut >= 0 else b""
+        start = size - len(data)
+    complete = data[: data.rfind(b"\n") + 1]
+    return TailData(start=start, end=start + len(complete), lines=_split(complete),
+                    partial=data[len(complete) :].decode("utf-8", errors="replace"))
+
+
+def read_from(path: Path, root: Path, end: int, cap: int) -> tuple[int, int | None, bytes]:
+    """(``end``, the file's size or None when it is gone, the bytes after ``end``, capped)."""
+    size = _file_size(path)
+    if size is None or size <= end:
+        return end, size, b""
+    return end, size, _read_bytes(path, root, end, min(size - end, cap))
+
+
+def _read_before(path: Path, root: Path, begin: int, start: int) -> tuple[int, bytes]:
+    """(``start``, the bytes from ``begin`` up to ``start``): the chunk before the loaded lines."""
+    return start, _read_bytes(path, root, begin, start - begin)
 
 
 def _wrap(line: str, width: int) -> list[str]:

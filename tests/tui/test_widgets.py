@@ -53,9 +53,9 @@ async def test_file_tail_reads_only_the_end_and_pages_back(tmp_path: Path) -> No
         assert len(tail.lines) < 400 and tail.lines[-1] == "line 199999"
         assert tail.start > 2_000_000 and tail.text_lines()[0].startswith("…")
         first = tail.lines[0]
-        tail.action_older()
-        await pilot.pause()
-        assert tail.lines.index(first) > 0 and len(tail.lines) < 800
+        tail.action_older()  # the older chunk is read in a worker
+        assert await wait_for(pilot, lambda: first in tail.lines and tail.lines.index(first) > 0)
+        assert len(tail.lines) < 800
         with open(path, "a") as handle:
             handle.write("appended\npartial")
         assert tail.poll()
@@ -293,3 +293,26 @@ async def test_a_started_round_hangs_under_the_parent_start_round_recorded(tmp_p
     _, drawn = await _drawn(ws, "opt-round-3")
     assert drawn == [("baseline", None), ("opt-round-1", None), ("opt-round-2", "opt-round-1"),
                      ("opt-round-3", "opt-round-1")]
+
+
+async def test_file_tail_load_and_follow_read_in_workers(tmp_path: Path) -> None:
+    """The cockpit's doors (load, follow) read off the event loop, and land like open/poll."""
+    path = tmp_path / "attempts.md"
+    path.write_text("".join(f"line {i:06d}\n" for i in range(200_000)))
+    app = TailApp(tmp_path / "none.md", chunk=4096)
+    async with app.run_test(size=(60, 20)) as pilot:
+        tail = app.query_one(FileTail)
+        await pilot.pause()
+        tail.load(path)
+        tail.follow()  # while the tail read is in flight: must not read the file from offset 0
+        assert await wait_for(pilot, lambda: tail.lines and tail.lines[-1] == "line 199999")
+        assert len(tail.lines) < 400 and tail.start > 2_000_000
+        with open(path, "a") as handle:
+            handle.write("appended\n")
+        tail.follow()
+        tail.follow()  # two follows of one append: it is taken once
+        assert await wait_for(pilot, lambda: tail.lines[-1] == "appended")
+        await pilot.pause(0.2)
+        assert tail.lines.count("appended") == 1
+        tail.load(tmp_path / "other.md")  # a read for the earlier file that lands late is dropped
+        assert await wait_for(pilot, lambda: tail.text_lines() == ["other.md does not exist yet"])
