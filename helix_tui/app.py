@@ -25,7 +25,7 @@ from helix_engine.sanitize import clean
 from helix_engine.watch import WatchBatch, watch_workspace
 from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui import actions, hangup, render, views
-from helix_tui.commands import HelixCommands
+from helix_tui.commands import CockpitAction, HelixCommands, display_key
 from helix_tui.key_actions import KeyActions
 from helix_tui.jobs_state import JobTracker
 from helix_tui.messages import (
@@ -106,11 +106,26 @@ class HelixApp(KeyActions, App[int]):
         return self._main
 
     def on_mount(self) -> None:
+        self.apply_user_keymap()
         self.load_full()
         self.poll_jobs()
         if self.job_poll_s > 0:
             self.set_interval(self.job_poll_s, self.poll_jobs)
         self._restore_sighup = hangup.install(asyncio.get_running_loop(), self._hang_up, real_terminal=not self.is_headless)
+
+    def apply_user_keymap(self) -> None:
+        """The user's keymap file (helix_tui/keymap.py) through Textual's set_keymap; a file that
+        cannot be used is a notice, and the default keys stay."""
+        from helix_tui.keymap import load_keymap
+
+        self.user_keymap, problem = load_keymap()
+        self.set_keymap(self.user_keymap)
+        if problem:
+            self.notify(problem, title="keymap", severity="error", timeout=20)
+
+    def keys_of(self, act: CockpitAction) -> str:
+        """The key(s) an action has now, as `?` and the palette show them."""
+        return display_key(getattr(self, "user_keymap", {}).get(act.id, act.key))
 
     def on_unmount(self) -> None:
         self._stop_watch.set()

@@ -20,6 +20,18 @@ class CockpitAction:
     help: str
     footer: str | None = None  # the short footer label; None: only in `?` and the palette
 
+    @property
+    def id(self) -> str:
+        """The binding id a keymap file names (``bench``, ``pane-jobs``, ``cancel-job``): the
+        action's argument for jobs, ``pane-`` + the pane for tabs, else the action's name."""
+        name, _, arg = self.action.partition("(")
+        arg = arg.strip("()'\"")
+        if name == "run" and arg:
+            return arg
+        if name == "tab" and arg:
+            return f"pane-{arg}"
+        return name.replace("_", "-")
+
 
 ACTIONS: tuple[CockpitAction, ...] = (
     CockpitAction("t", "run('test')", "Run test", "Run the correctness test of the selected round or baseline (a job)", "test"),
@@ -55,14 +67,15 @@ KEY_NAMES = {"exclamation_mark": "!", "question_mark": "?"}
 
 
 def display_key(key: str) -> str:
-    return KEY_NAMES.get(key, key)
+    """``?`` for ``question_mark``; several keys (a keymap's ``ctrl+s,S``) joined with ``/``."""
+    return "/".join(KEY_NAMES.get(k, k) for k in key.split(","))
 
 
 def bindings() -> list[Binding]:
     """Bindings for the main screen (not the App, so a form's keys never start a job)."""
     return [
         Binding(a.key, f"app.{a.action}", a.footer or a.title, show=a.footer is not None,
-                key_display=display_key(a.key), tooltip=a.help)
+                key_display=display_key(a.key), tooltip=a.help, id=a.id)
         for a in ACTIONS
     ]
 
@@ -80,9 +93,14 @@ class HelixCommands(Provider):
             system = {cmd.title for cmd in self.app.get_system_commands(self.screen)}
         return [act for act in ACTIONS if act.title not in system]
 
+    def _key(self, act: CockpitAction) -> str:
+        """The key the action has now (a user keymap may have changed it)."""
+        keys_of = getattr(self.app, "keys_of", None)
+        return keys_of(act) if keys_of is not None else display_key(act.key)
+
     async def discover(self) -> Hits:
         for act in self._actions():
-            yield DiscoveryHit(act.title, partial(self.app.run_action, act.action), help=f"[{display_key(act.key)}] {act.help}")
+            yield DiscoveryHit(act.title, partial(self.app.run_action, act.action), help=f"[{self._key(act)}] {act.help}")
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
@@ -93,5 +111,5 @@ class HelixCommands(Provider):
                     score,
                     matcher.highlight(act.title),
                     partial(self.app.run_action, act.action),
-                    help=f"[{display_key(act.key)}] {act.help}",
+                    help=f"[{self._key(act)}] {act.help}",
                 )

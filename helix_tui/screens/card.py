@@ -14,7 +14,7 @@ from helix_tui.widgets.panes import TextPane
 
 
 class CardScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,k", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,q,k", "dismiss", "Close", id="close")]
 
     DEFAULT_CSS = """
     CardScreen { align: center middle; }

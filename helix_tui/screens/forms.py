@@ -72,7 +72,7 @@ class EngineForm(ModalScreen[None]):
     """Shared frame: fields, a Run button (ctrl+s), the engine's answer, esc to close. On mount
     the focus goes to ``first_input()``; on a pass the form closes with ``done_text``."""
 
-    BINDINGS = [Binding("escape", "dismiss", "Close"), Binding("ctrl+s", "run_form", "Run")]
+    BINDINGS = [Binding("escape", "dismiss", "Close", id="close"), Binding("ctrl+s", "run_form", "Run", id="form-run")]
     TITLE_TEXT = ""
     RUN_LABEL = "Run"
 

@@ -16,7 +16,7 @@ from helix_tui.render import all_problems, plain
 
 
 class ProblemsScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,exclamation_mark", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,q,exclamation_mark", "dismiss", "Close", id="close")]
 
     DEFAULT_CSS = """
     ProblemsScreen { align: center middle; }

@@ -37,8 +37,8 @@ class FileTail(ScrollView, can_focus=True):
     """Shows the end of ``path`` and follows it while the view is at the bottom."""
 
     BINDINGS = [
-        Binding("home", "older", "Older", show=False),
-        Binding("end", "scroll_end", "End", show=False),
+        Binding("home", "older", "Older", show=False, id="older"),
+        Binding("end", "scroll_end", "End", show=False, id="end"),
     ]
 
     DEFAULT_CSS = """

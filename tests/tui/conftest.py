@@ -20,3 +20,10 @@ def ws(tmp_path: Path) -> Path:
 @pytest.fixture
 def active_ws(tmp_path: Path) -> Path:
     return make_workspace(tmp_path, active_round=True)
+
+
+@pytest.fixture(autouse=True)
+def _no_user_keymap(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cockpit reads the user's keymap file: tests (and snapshots) use the default keys."""
+    monkeypatch.delenv("HELIX_KEYMAP", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
