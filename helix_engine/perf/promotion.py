@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helix_engine.perf import evaluation
+from helix_engine.perf.interval_cache import IntervalCache
 from helix_engine.perf.margins import NoiseMargins, as_margins
 from helix_engine.perf.results import (
     CURRENT_BEST,
@@ -66,14 +67,36 @@ def _judged(ev: RoundEvaluation, baseline: Sequence[PerfRecord], records: Sequen
             metric: str, margin: float | NoiseMargins) -> RoundEvaluation:
     """``ev`` with intervals when its point could pass (an interval contains its point, so a
     point at or below 1 + margin fails either way: no bootstrap is spent on it)."""
+    if not _needs_interval(ev, margin):
+        return ev
+    return evaluation.evaluate(baseline, records, rule="status", metric=metric, with_ci=True,
+                               noise_margin=margin, ci_statistics=("mean",), case_intervals=False)
+
+
+def _needs_interval(ev: RoundEvaluation, margin: float | NoiseMargins) -> bool:
     geo = ev.geomean
     limit = as_margins(margin).for_geomean(case.latency_id for case in ev.cases)
     if geo is None or geo.interval is not None or geo.point <= 1.0 + limit:
-        return ev
-    if not ev.cases or any(case.median is None for case in ev.cases):
-        return ev  # a case without usable samples on both sides: no interval to compute
-    return evaluation.evaluate(baseline, records, rule="status", metric=metric, with_ci=True,
-                               noise_margin=margin, ci_statistics=("mean",), case_intervals=False)
+        return False
+    return bool(ev.cases) and all(case.median is not None for case in ev.cases)  # samples on both sides
+
+
+def _judged_geomean(ev: RoundEvaluation, reference: Sequence[PerfRecord], records: Sequence[PerfRecord],
+                    metric: str, margins: NoiseMargins, store: IntervalCache | None) -> _Judged:
+    """What the rule reads of ``_judged(ev, …)``; a bootstrapped geomean comes from ``store``
+    when an earlier run computed it for the same inputs (and is kept there when it did not)."""
+    if store is None or not _needs_interval(ev, margins):
+        judged = _judged(ev, reference, records, metric, margins)
+        return _Judged(judged.geomean, margins.for_geomean(case.latency_id for case in judged.cases))
+    key = store.key(reference, records, metric, margins)
+    found = store.get(key)
+    if found is not None:
+        return _Judged(*found)
+    judged = _judged(ev, reference, records, metric, margins)
+    result = _Judged(judged.geomean, margins.for_geomean(case.latency_id for case in judged.cases))
+    if result.geomean is not None:
+        store.put(key, result.geomean, result.margin)
+    return result
 
 
 @dataclass
@@ -87,6 +110,7 @@ class PromotionMemo:
     steps: dict[int, tuple[tuple[object, ...], _Step]] = field(default_factory=dict)
     vs_baseline: dict[int, tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
     vs_best: dict[tuple[int, int], tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
+    store: IntervalCache | None = None  # bootstrapped geomeans kept between runs (perf/interval_cache.py)
 
 
 @dataclass
@@ -104,12 +128,11 @@ class _Judged:
     margin: float
 
 
-def _memo_judged(table: str, key: Any, inputs: tuple[object, ...], compute: Callable[[], RoundEvaluation],
-                 margins: NoiseMargins, previous: PromotionMemo | None, memo: PromotionMemo | None) -> _Judged:
+def _memo_judged(table: str, key: Any, inputs: tuple[object, ...], compute: Callable[[], _Judged],
+                 previous: PromotionMemo | None, memo: PromotionMemo | None) -> _Judged:
     found = getattr(previous, table).get(key) if previous is not None else None
     if found is None or found[0] != inputs:
-        ev = compute()
-        found = (inputs, _Judged(ev.geomean, margins.for_geomean(case.latency_id for case in ev.cases)))
+        found = (inputs, compute())
     if memo is not None:
         getattr(memo, table)[key] = found
     return found[1]
@@ -165,9 +188,9 @@ def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: S
         ev = ev.paired  # measured beside the baseline in one job: drift is out of its interval
         judged = _Judged(ev.geomean, margins.for_geomean(case.latency_id for case in ev.cases))
     else:
-        outer = ev
+        outer, store = ev, memo.store if memo is not None else None
         judged = _memo_judged("vs_baseline", n, (outer, baseline, cand.records, cand.metric, margins),
-                              lambda: _judged(outer, baseline, cand.records, cand.metric, margins), margins,
+                              lambda: _judged_geomean(outer, baseline, cand.records, cand.metric, margins, store),
                               previous, memo)
     assert judged.geomean is not None
     base_margin = judged.margin
@@ -184,14 +207,15 @@ def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: S
             round=n, status=CURRENT_BEST, vs_baseline=vs_base, basis=basis,
             reason=f"geomean {_text(vs_base)} vs baseline, faster beyond {margin_text}"), becomes_best=True)
 
-    def versus_best() -> RoundEvaluation:
+    def versus_best() -> _Judged:
         assert best is not None
         vs = evaluation.evaluate(best.records, cand.records, rule="status", metric=cand.metric, with_ci=False,
                                  noise_margin=margins)
-        return _judged(vs, best.records, cand.records, cand.metric, margins)
+        return _judged_geomean(vs, best.records, cand.records, cand.metric, margins,
+                               memo.store if memo is not None else None)
 
     vs = _memo_judged("vs_best", (best.number, n), (best.records, cand.records, cand.metric, margins), versus_best,
-                      margins, previous, memo)
+                      previous, memo)
     vs_best = vs.geomean
     if vs_best is None:
         reason = f"faster than the baseline ({_text(vs_base)}) but not comparable with round-{best.number}"

@@ -16,6 +16,7 @@ from typing import Any
 
 from helix_engine.perf import evaluation
 from helix_engine.perf.evaluation import Metric, Pair, Paired
+from helix_engine.perf.interval_cache import IntervalCache
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.promotion import Candidate, PromotionMemo, promote
 from helix_engine.perf.results import Promotion, RoundEvaluation
@@ -398,6 +399,7 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] |
     if previous is not None and previous.margins == noise_margin:
         noise_margin = previous.margins  # the same margins: the same object, so memo keys match at once
     memo = EvaluationMemo(margins=noise_margin)
+    memo.promotion.store = previous.promotion.store if previous is not None else IntervalCache(snap.root)
     results: dict[int, RoundResult] = {}
     skipped: dict[int, str] = {}
     notes = extra.get("round_state_notes", {})
@@ -420,6 +422,7 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] |
     best = _best_of((n, entry[1].rank) for n, entry in memo.rounds.items())  # in round order: best_round's
     promotion = _promote(snap, metric, results, skipped, base_records, statuses or {}, noise_margin, memo,
                          previous)
+    memo.promotion.store.save()  # when it bootstrapped something new
     has_artifacts = bool(extra.get("has_artifacts"))
     if best is not None:
         state = "ok"

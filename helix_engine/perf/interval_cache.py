@@ -1,0 +1,203 @@
+"""Geomean intervals the promotion rule bootstrapped, kept between runs in .helix/cache/.
+
+Why: with raw samples in the perf files, the promotion rule bootstraps each round's geomean
+against the baseline and against the best before it (every case's distribution, 2000 resamples
+each): seconds per hundred rounds, paid again by every `helix status` and every cockpit start.
+The judged geomean is a pure function of the two sides' records, the metric, the noise margins,
+the bootstrap's constants and the code that computes it, so a later run reads it back instead.
+
+The key is a sha256 of all of those (the code as the bytes of the modules that compute the
+number), so an entry is only ever used for the exact inputs that produced it, and a change of
+any of them simply misses. The file is derived data: it is read through the safe reader, an
+entry that is not a valid judged geomean is ignored (and computed again), an unreadable file
+counts as empty, and it is written atomically, only into a .helix/ folder that already exists
+as a real folder of the workspace (an upstream workspace gets no new folder from `helix status`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from array import array
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from helix_engine.perf.results import Interval, SpeedupEstimate
+from helix_engine.workspace.models import PerfRecord
+
+CACHE_DIR = "cache"  # inside .helix/
+CACHE_FILE = "intervals.json"
+VERSION = 1
+#: Entries kept in the file beyond those the last run used (other metrics, older margins).
+MAX_ENTRIES = 20000
+#: The modules whose code decides the judged geomean (pairing, core, bootstrap, promotion).
+_CODE = ("perf/stats.py", "perf/evaluation.py", "perf/formulas.py", "perf/margins.py", "perf/promotion.py",
+         "perf/results.py", "workspace/status_rules.py", "perf/interval_cache.py")
+_VERDICTS = ("faster", "slower", "within-noise")
+
+_code_digest: str | None = None
+_digests: dict[int, tuple[Sequence[PerfRecord], str]] = {}
+_DIGESTS_KEPT = 256
+_lock = threading.Lock()
+
+
+def code_digest() -> str:
+    """sha256 of the modules that compute the number (read once per process)."""
+    global _code_digest
+    if _code_digest is None:
+        from helix_engine import __version__
+
+        root = Path(__file__).resolve().parents[1]
+        digest = hashlib.sha256(f"{VERSION} {__version__}".encode())
+        for name in _CODE:
+            try:
+                digest.update((root / name).read_bytes())
+            except OSError:
+                digest.update(f"missing {name}".encode())
+        _code_digest = digest.hexdigest()
+    return _code_digest
+
+
+def records_digest(records: Sequence[PerfRecord]) -> str:
+    """sha256 of what the status rule reads of each record (label, averages, error, bench mode,
+    samples), once per list of records (loaded records are never changed)."""
+    with _lock:
+        hit = _digests.get(id(records))
+        if hit is not None and hit[0] is records:
+            return hit[1]
+    digest = hashlib.sha256()
+    for record in records:
+        samples = record.samples_us or []
+        digest.update(repr((record.case_label, record.kernel_avg_time_us, record.total_op_avg_time_us,
+                            record.error_message, record.bench_mode, len(samples))).encode())
+        digest.update(array("d", samples).tobytes())
+    value = digest.hexdigest()
+    with _lock:
+        if len(_digests) >= _DIGESTS_KEPT:
+            del _digests[next(iter(_digests))]
+        _digests[id(records)] = (records, value)
+    return value
+
+
+def _valid(value: Any) -> tuple[SpeedupEstimate, float] | None:
+    """A stored ``[point, low, high, confidence, verdict, margin]`` as (estimate, margin)."""
+    if not isinstance(value, list) or len(value) != 6:
+        return None
+    point, low, high, confidence, verdict, margin = value
+    numbers = (point, low, high, confidence, margin)
+    if not all(isinstance(v, float) and math.isfinite(v) for v in numbers) or verdict not in _VERDICTS:
+        return None
+    if not (0.0 < low <= point <= high and 0.0 < confidence < 1.0 and margin >= 0.0):
+        return None
+    try:
+        estimate = SpeedupEstimate(statistic="mean", point=point, verdict=verdict,
+                                   interval=Interval(low=low, high=high, confidence=confidence))
+    except ValueError:
+        return None
+    return estimate, margin
+
+
+class IntervalCache:
+    """The judged geomeans of one workspace, by key (see the module docstring)."""
+
+    def __init__(self, workspace: Path | None) -> None:
+        """The cache of ``workspace`` (None: kept in memory only); its file is read on first use."""
+        self.workspace = workspace
+        self._entries: dict[str, Any] | None = None if workspace is not None else {}
+        self._used: set[str] = set()
+        self._dirty = False
+        self._lock = threading.Lock()
+
+    def _loaded(self) -> dict[str, Any]:
+        """The entries as the file holds them: none when there is no file, or it cannot be read
+        safely, or it is not ours (call with the lock held)."""
+        if self._entries is None:
+            self._entries = _read(Path(self.workspace)) if self.workspace is not None else {}
+        return self._entries
+
+    @staticmethod
+    def key(reference: Sequence[PerfRecord], candidate: Sequence[PerfRecord], metric: str, margins: Any) -> str:
+        margins_text = margins.model_dump_json() if hasattr(margins, "model_dump_json") else repr(margins)
+        from helix_engine.perf import stats
+
+        parts = [code_digest(), stats.DEFAULT_RESAMPLES, stats.DEFAULT_SEED, stats.DEFAULT_CONFIDENCE, metric,
+                 margins_text, records_digest(reference), records_digest(candidate)]
+        return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+    def get(self, key: str) -> tuple[SpeedupEstimate, float] | None:
+        with self._lock:
+            found = _valid(self._loaded().get(key))
+            if found is not None:
+                self._used.add(key)
+            return found
+
+    def put(self, key: str, estimate: SpeedupEstimate, margin: float) -> None:
+        interval = estimate.interval
+        if interval is None or estimate.verdict is None:
+            return
+        value = [float(estimate.point), float(interval.low), float(interval.high), float(interval.confidence),
+                 estimate.verdict, float(margin)]
+        if _valid(value) is None:
+            return
+        with self._lock:
+            self._loaded()[key] = value
+            self._used.add(key)
+            self._dirty = True
+
+    def save(self) -> None:
+        """Write the entries (those used first) when something new was computed. Never raises:
+        the cache only saves time."""
+        with self._lock:
+            if not self._dirty or self.workspace is None:
+                return
+            entries = self._loaded()
+            kept = {k: v for k, v in entries.items() if k in self._used}
+            for k, v in entries.items():
+                if len(kept) >= MAX_ENTRIES:
+                    break
+                kept.setdefault(k, v)
+            self._dirty = False
+        try:
+            _write(Path(self.workspace), {"version": VERSION, "entries": kept})
+        except (OSError, ValueError):
+            pass
+
+
+def _read(workspace: Path) -> dict[str, Any]:
+    path = workspace / ".helix" / CACHE_DIR / CACHE_FILE
+    if not os.path.lexists(path):
+        return {}
+    from helix_engine.workspace.reading import read_text_safe
+
+    text, problem = read_text_safe(path, workspace)
+    if problem is not None or not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    entries = data.get("entries") if isinstance(data, dict) and data.get("version") == VERSION else None
+    return dict(entries) if isinstance(entries, dict) else {}
+
+
+def _write(workspace: Path, data: dict[str, Any]) -> None:
+    """Atomically, into .helix/cache/ of the workspace, only through real folders inside it."""
+    from helix_engine.workspace.files import atomic_write_text
+    from helix_engine.workspace.reading import inside
+
+    helix = workspace / ".helix"
+    if os.path.islink(helix) or not os.path.isdir(helix):
+        return
+    folder = helix / CACHE_DIR
+    if os.path.islink(folder):
+        return
+    if not os.path.isdir(folder):
+        os.mkdir(folder)
+    target = folder / CACHE_FILE
+    if os.path.islink(target) or not inside(folder, workspace):
+        return
+    atomic_write_text(target, json.dumps(data, separators=(",", ":")) + "\n")
