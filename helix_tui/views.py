@@ -241,6 +241,7 @@ def hotspots_view(snap: WorkspaceSnapshot, key: str, width: int | None = None) -
         built = report.build_report(folder)
     except Exception as exc:  # noqa: BLE001 - half-written profiler output
         return f"Cannot read the profile in {_rel(snap, folder)}: {exc}", ["index"]
+    built.profile_dir = _rel(snap, folder)  # the pane names it inside the workspace (80 columns)
     return built.to_markdown(width), [*route_report(built)["cards"], "index"]
 
 

@@ -249,13 +249,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _short_round(name: str | None) -> str:
-    """``opt-round-12`` → ``r12``, ``baseline`` → ``base`` (the list must fit 80 columns)."""
-    from helix_engine.workspace.layout import round_number
+    """``opt-round-12`` → ``r12``, ``baseline`` → ``base`` (the list must fit 80 columns), as the
+    cockpit's Jobs pane shows it."""
+    from helix_engine.jobs.summary import round_text
 
-    if not name:
-        return ""
-    n = round_number(name)
-    return f"r{n}" if n is not None else ("base" if name == "baseline" else name[:6])
+    return round_text(name)
 
 
 def cmd_show(args: argparse.Namespace) -> int:

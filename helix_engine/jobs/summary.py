@@ -23,6 +23,16 @@ ACTIVE = frozenset({"queued", "running"})
 ACTIVITY_FILES = ("job.json", "events.jsonl", "output.log")
 
 
+def round_text(name: str | None) -> str:
+    """``opt-round-12`` → ``r12``, ``baseline`` → ``base``: a job's round in a narrow column."""
+    from helix_engine.workspace.layout import round_number
+
+    if not name:
+        return ""
+    n = round_number(name)
+    return f"r{n}" if n is not None else ("base" if name == "baseline" else name[:6])
+
+
 def now() -> float:
     """The one clock the job views read (tests freeze it to make screens deterministic)."""
     return time.time()

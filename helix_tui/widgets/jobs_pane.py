@@ -64,10 +64,14 @@ class JobsPane(Vertical):
         yield DataTable(id="job-cases", cursor_type="row", zebra_stripes=True)
         yield Log(id="job-log", max_lines=MAX_LOG_LINES, auto_scroll=True)
 
+    #: The jobs list: the columns of `helix jobs` (started-at clock and run time from
+    #: jobs/summary.py for both). Narrower than all of them, the job id goes first (the line under
+    #: the list names the selected job), then the clock, then the kind.
+    COLUMNS = ("status", "kind", "rnd", "progress", "started", "time", "job")
+    DROP_ORDER = (6, 4, 1)
+
     def on_mount(self) -> None:
-        # the columns of `helix jobs`: started-at clock and run time (jobs/summary.py) for both
-        self.query_one("#jobs-table", DataTable).add_columns("status", "kind", "round", "progress", "started",
-                                                             "time", "job")
+        self._columns: list[int] = []
         self.query_one("#job-cases", DataTable).add_columns("case", "status", "median", "n", LIVE_COLUMN, "error")
         self._ready = True
         if self._pending is not None:  # an update that arrived before the tables existed
@@ -96,18 +100,25 @@ class JobsPane(Vertical):
         if fresh and (shown is None or shown.status not in ACTIVE):
             self.selected = fresh[0]
         self._known = set(ids)
+        cells = [[  # job.json fields are workspace text: plain, escaped cells
+            plain(live.status, STATUS_STYLE.get(live.status, "")),
+            plain(live.kind),
+            plain(summary.round_text(live.round)),
+            Text(render.job_progress(live.done, live.total, live.status in ACTIVE)),
+            Text(summary.started_text(live.info)),
+            Text(summary.time_text(live.info, at=now, last_seen=live.last_seen) if live.info is not None else "-"),
+            plain(live.id),
+        ] for live in rows]
+        widths = [max([len(label)] + [row[i].cell_len for row in cells]) + 2 for i, label in enumerate(self.COLUMNS)]
+        available = table.size.width - 2 if table.size.width else 10_000
+        keep = render.fit_columns(widths, available, list(self.DROP_ORDER))
+        if keep != self._columns:
+            table.clear(columns=True)
+            table.add_columns(*[self.COLUMNS[i] for i in keep])
+            self._columns = keep
         table.clear()
-        for live in rows:
-            table.add_row(  # job.json fields are workspace text: plain, escaped cells
-                plain(live.status, STATUS_STYLE.get(live.status, "")),
-                plain(live.kind),
-                plain(live.round),
-                render.job_progress(live.done, live.total, live.status in ACTIVE),
-                summary.started_text(live.info),
-                summary.time_text(live.info, at=now, last_seen=live.last_seen) if live.info is not None else "-",
-                plain(live.id),
-                key=live.id,
-            )
+        for live, row in zip(rows, cells):
+            table.add_row(*[row[i] for i in keep], key=live.id)
         if self.selected in ids:
             table.move_cursor(row=ids.index(self.selected), animate=False)
         self._show_detail(tracker.jobs.get(self.selected) if self.selected else None, tracker.error)
@@ -167,6 +178,11 @@ class JobsPane(Vertical):
             log.write_lines(lines[self._log_count :])
         self._log_job, self._log_count = live.id, len(lines)
 
+    def on_resize(self) -> None:
+        """Another width may fit other columns: render again once the resize is laid out."""
+        if self._ready and hasattr(self.app, "show_jobs"):
+            self.call_after_refresh(self.app.show_jobs)
+
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id != "jobs-table" or event.row_key is None:
             return
@@ -197,14 +213,18 @@ class JobsStrip(Static):
         self.update(Text("jobs: none yet", style="dim"))
 
     def show(self, tracker: JobTracker) -> None:
+        """One line a job, in columns as wide as their widest cell (kinds run from ``run-test``
+        to ``profile-bench``): status, kind, round, progress (the Jobs pane has the times)."""
         text = Text(no_wrap=True, overflow="ellipsis")
         shown = [tracker.jobs[j] for j in tracker.order[: self.MAX_ROWS] if j in tracker.jobs]
         if not shown:
             text.append(clean(tracker.error or "jobs: none yet"), style="dim")
-        for i, live in enumerate(shown):
+        rows = [(clean(live.status), clean(live.kind), clean(live.round),
+                 render.job_progress(live.done, live.total, live.status in ACTIVE)) for live in shown]
+        widths = [max((len(row[i]) for row in rows), default=0) for i in range(3)]
+        for i, (live, row) in enumerate(zip(shown, rows)):
             if i:
                 text.append("\n")
-            text.append(f"{clean(live.status):<9}", style=STATUS_STYLE.get(live.status, ""))
-            text.append(f" {clean(live.kind):<8} {clean(live.round):<13} ")
-            text.append(render.job_progress(live.done, live.total, live.status in ACTIVE))
+            text.append(f"{row[0]:<{widths[0]}}", style=STATUS_STYLE.get(live.status, ""))
+            text.append(f"  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {row[3]}")
         self.update(text)
