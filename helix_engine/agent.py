@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from helix_engine.errors import HelixError
 from helix_engine.workspace import files, layout
@@ -103,7 +103,7 @@ def save_config(workspace: Path, *, command: str | None = None, skill_file: str 
         except ValueError as exc:  # pydantic's ValidationError: name the field
             from helix_engine.workspace.reading import describe_validation
 
-            why = describe_validation(exc) if hasattr(exc, "errors") else str(exc)  # type: ignore[arg-type]
+            why = describe_validation(exc) if isinstance(exc, ValidationError) else str(exc)
             raise HelixError(f"the agent configuration is not valid ({why}); nothing was written") from None
         files.atomic_write_json(config_path(workspace), config.model_dump(mode="json", exclude_none=True))
     return config

@@ -43,7 +43,7 @@ Printer = Callable[[str], None]
 def examples_root() -> Path:
     """The shipped examples: package ``helix_examples`` when installed, else the source tree."""
     try:
-        import helix_examples  # type: ignore[import-not-found]
+        import helix_examples  # type: ignore[import-not-found]  # examples/, named so only in the wheel
 
         return Path(helix_examples.__file__).resolve().parent
     except ImportError:

@@ -34,7 +34,7 @@ def _detect() -> str:
     try:
         import torch_npu  # noqa: F401
 
-        if torch.npu.is_available():  # type: ignore[attr-defined]
+        if torch.npu.is_available():  # type: ignore[attr-defined]  # torch_npu adds torch.npu
             return "npu"
     except Exception:  # noqa: BLE001 - a broken torch_npu simply means "not npu"
         pass
@@ -53,7 +53,7 @@ def synchronize() -> None:
     if dev == "cuda":
         torch.cuda.synchronize()
     else:
-        torch.npu.synchronize()  # type: ignore[attr-defined]
+        torch.npu.synchronize()  # type: ignore[attr-defined]  # torch_npu adds torch.npu
 
 
 def empty_cache() -> None:
@@ -66,4 +66,4 @@ def empty_cache() -> None:
     if dev == "cuda":
         torch.cuda.empty_cache()
     else:
-        torch.npu.empty_cache()  # type: ignore[attr-defined]
+        torch.npu.empty_cache()  # type: ignore[attr-defined]  # torch_npu adds torch.npu

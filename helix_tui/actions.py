@@ -73,7 +73,8 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
     return {opt for action in parser._actions for opt in action.option_strings}  # noqa: SLF001
 
 
-def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *, commands: dict[str, argparse.ArgumentParser] | None = None) -> list[str]:
+def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *,
+             commands: dict[str, argparse.ArgumentParser] | None = None) -> list[str]:
     """The CLI arguments that run ``kind`` on the selected round or baseline.
 
     Built against the engine's own parser, so a flag the CLI does not have is never passed.
@@ -98,8 +99,9 @@ def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *, commands: dict[str
     flags = _flags(parser)
     argv = [command, "--operator-file", str(operator.relative_to(snap.root))]
     harness = layout.harness_files(snap.root, snap.operator_file.stem) if snap.operator_file else {}
-    if kind != "test" and harness.get("bench") and "--bench-file" in flags:
-        argv += ["--bench-file", harness["bench"].name]
+    bench = harness.get("bench")
+    if kind != "test" and bench is not None and "--bench-file" in flags:
+        argv += ["--bench-file", bench.name]
     test_file = harness.get("differential_test") or harness.get("test")
     if kind == "test" and test_file and "--test-file" in flags:
         argv += ["--test-file", test_file.name]
@@ -192,8 +194,9 @@ def ir_capture_argv(snap: WorkspaceSnapshot, key: str) -> list[str]:
     argv = ["ir", "capture", "--ir-dir", str(folder.relative_to(snap.root)),
             "--operator-file", str(operator.relative_to(snap.root))]
     harness = layout.harness_files(snap.root, snap.operator_file.stem) if snap.operator_file else {}
-    if harness.get("bench"):
-        argv += ["--bench-file", harness["bench"].name]
+    bench = harness.get("bench")
+    if bench is not None:
+        argv += ["--bench-file", bench.name]
     return argv
 
 

@@ -20,23 +20,56 @@ from helix_tui.messages import ActionFailed, SubmitPrefilled
 from helix_tui.widgets.jobs_pane import JobsPane
 
 if TYPE_CHECKING:
-    from helix_tui.app import HelixApp
+    from textual.app import App
+    from textual.worker import Worker
+
+    from helix_tui.jobs_state import JobTracker
+    from helix_tui.screens.main import MainScreen
+
+    _AppBase = App[int]
+else:
+    _AppBase = object
 
 
-class KeyActions:
-    """Mixed into HelixApp."""
+class KeyActions(_AppBase):
+    """Mixed into HelixApp. For the type checker it is an App[int] that declares the HelixApp
+    state and methods the actions use; HelixApp defines them (mypy checks each definition against
+    the declaration here), and at run time this is a plain mixin."""
 
-    def action_refresh(self: HelixApp) -> None:
+    if TYPE_CHECKING:
+        workspace: Path
+        fleet_folder: Path
+        switch_to: Path | None
+        snapshot: WorkspaceSnapshot | None
+        tracker: JobTracker
+        status_note: str
+        selected: str
+        metric: str
+        against: str
+        diff_against: str
+
+        @property
+        def main(self) -> MainScreen: ...
+
+        def load_full(self) -> Worker[None]: ...
+
+        def poll_jobs(self) -> Worker[None]: ...
+
+        def run_engine(self, title: str, fn: actions.EngineCall) -> Worker[None]: ...
+
+        def refresh_selection(self, reopen: bool = True) -> None: ...
+
+    def action_refresh(self) -> None:
         self.status_note = ""
         self.load_full()
         self.poll_jobs()
 
-    def action_cycle_metric(self: HelixApp) -> None:
+    def action_cycle_metric(self) -> None:
         order = views.METRICS
         self.metric = order[(order.index(self.metric) + 1) % len(order)]
         self.notify(f"metric: {self.metric}", timeout=2)
 
-    def action_toggle_against(self: HelixApp) -> None:
+    def action_toggle_against(self) -> None:
         """c: compare with the parent / the baseline, in the pane on screen (the diff starts
         against the parent, the round's own change; the perf pane against the canonical baseline)."""
         if self.main.query_one("#tabs", TabbedContent).active == "tab-diff":
@@ -46,15 +79,15 @@ class KeyActions:
         self.against = "parent" if self.against == "baseline" else "baseline"
         self.notify(f"perf: comparing with the {self.against}", timeout=2)
 
-    def action_tab(self: HelixApp, name: str) -> None:
+    def action_tab(self, name: str) -> None:
         self.main.query_one("#tabs", TabbedContent).active = f"tab-{name}"
 
-    def action_help(self: HelixApp) -> None:
+    def action_help(self) -> None:
         from helix_tui.screens.help import HelpScreen
 
         self.push_screen(HelpScreen())
 
-    def action_pattern_card(self: HelixApp, name: str | None = None) -> None:
+    def action_pattern_card(self, name: str | None = None) -> None:
         """k (or enter on a routed card): the card as `helix patterns show` prints it."""
         from helix_tui.screens.card import CardScreen
         from helix_tui.widgets.hotspots import HotspotsPane
@@ -62,13 +95,13 @@ class KeyActions:
         name = name or self.main.query_one("#hotspots-pane", HotspotsPane).highlighted_card or "index"
         self.push_screen(CardScreen(name))
 
-    def action_cluster(self: HelixApp) -> None:
+    def action_cluster(self) -> None:
         """C: `helix cluster status` of the cockpit's cluster, refreshed while open."""
         from helix_tui.screens.cluster import ClusterScreen
 
         self.push_screen(ClusterScreen())
 
-    def action_fleet(self: HelixApp) -> None:
+    def action_fleet(self) -> None:
         """W: the workspaces of the fleet folder (`helix fleet`); enter reopens the cockpit on one."""
         from helix_tui.screens.picker import FleetScreen
 
@@ -79,13 +112,13 @@ class KeyActions:
 
         self.push_screen(FleetScreen(folder=self.fleet_folder, current=self.workspace), callback=chosen)
 
-    def action_problems(self: HelixApp) -> None:
+    def action_problems(self) -> None:
         from helix_tui.screens.problems import ProblemsScreen
 
         if self.snapshot is not None:
             self.push_screen(ProblemsScreen(self.snapshot))
 
-    def action_run(self: HelixApp, kind: str) -> None:
+    def action_run(self, kind: str) -> None:
         if self.snapshot is None:
             return
         try:
@@ -98,7 +131,7 @@ class KeyActions:
             return
         self.run_engine(f"{kind} {self.selected}", actions.spawn_call(self.workspace, argv))
 
-    def action_capture_ir(self: HelixApp) -> None:
+    def action_capture_ir(self) -> None:
         """`helix ir capture` of the selected round (or the baseline) into its ir/ folder, a job."""
         if self.snapshot is None:
             return
@@ -112,23 +145,23 @@ class KeyActions:
             return
         self.run_engine(f"IR capture {self.selected}", actions.spawn_call(self.workspace, argv))
 
-    def action_prepare_baseline(self: HelixApp) -> None:
+    def action_prepare_baseline(self) -> None:
         self._offer_prepare_baseline("")
 
-    def _offer_prepare_baseline(self: HelixApp, why: str) -> None:
+    def _offer_prepare_baseline(self, why: str) -> None:
         from helix_tui.screens.forms import PrepareBaselineScreen
 
         if self.snapshot is not None:
             self.push_screen(PrepareBaselineScreen(self.snapshot, why))
 
-    def action_cancel_job(self: HelixApp) -> None:
+    def action_cancel_job(self) -> None:
         job_id = self.main.query_one("#jobs", JobsPane).selected
         if not job_id:
             self.notify("no job selected: open the Jobs pane (3) and pick one", severity="warning")
             return
         self.run_engine(f"cancel {job_id}", actions.cancel_call(self.workspace, job_id))
 
-    def action_calibrate(self: HelixApp) -> None:
+    def action_calibrate(self) -> None:
         """`helix calibrate` on the workspace, a job: the baseline against itself (needs baseline/)."""
         if self.snapshot is None:
             return
@@ -138,7 +171,7 @@ class KeyActions:
             return
         self.run_engine("calibrate", actions.spawn_call(self.workspace, ["calibrate", "."]))
 
-    def action_start_round(self: HelixApp) -> None:
+    def action_start_round(self) -> None:
         from helix_tui.screens.forms import StartRoundScreen
 
         if self.snapshot is None:
@@ -149,14 +182,14 @@ class KeyActions:
             return
         self.push_screen(StartRoundScreen(self.snapshot))
 
-    def action_submit_round(self: HelixApp) -> None:
+    def action_submit_round(self) -> None:
         """s: the form's pre-fill reads attempts.md and the round folder, so it is built in a
         worker; the form opens when it arrives (``on_submit_prefilled``)."""
         if self.snapshot is not None:
             self.load_submit_prefill(self.snapshot, self.selected)
 
     @work(thread=True, exclusive=True, group="submit-prefill", exit_on_error=False, description="submit pre-fill")
-    def load_submit_prefill(self: HelixApp, snap: WorkspaceSnapshot, key: str) -> None:
+    def load_submit_prefill(self, snap: WorkspaceSnapshot, key: str) -> None:
         try:
             prefill = actions.submit_prefill(snap, key, self.tracker)
         except actions.ActionRefused as exc:
@@ -164,20 +197,20 @@ class KeyActions:
             return
         self.post_message(SubmitPrefilled(snap, prefill))
 
-    def on_submit_prefilled(self: HelixApp, message: SubmitPrefilled) -> None:
+    def on_submit_prefilled(self, message: SubmitPrefilled) -> None:
         from helix_tui.screens.main import MainScreen
         from helix_tui.screens.submit import SubmitRoundScreen
 
         if isinstance(self.screen, MainScreen):  # not over a form or screen opened meanwhile
             self.push_screen(SubmitRoundScreen(message.snapshot, message.prefill))
 
-    def action_set_round_state(self: HelixApp) -> None:
+    def action_set_round_state(self) -> None:
         from helix_tui.screens.forms import SetRoundStateScreen
 
         if self.snapshot is not None:
             self.push_screen(SetRoundStateScreen(self.snapshot))
 
-    def action_edit(self: HelixApp) -> None:
+    def action_edit(self) -> None:
         if self.snapshot is None:
             return
         tabs = self.main.query_one("#tabs", TabbedContent).active

@@ -27,7 +27,9 @@ from helix_engine.jobs.events import EVENTS_NAME
 from helix_engine.jobs.registry import (
     OUTPUT_NAME,
     JobInfo,
+    JobStatus,
     cancel_requested,
+    is_job_status,
     job_lock,
     read_events,
     user_command,
@@ -63,7 +65,7 @@ def connect(address: str) -> Any:
             return ray
         if _use_auth_token():
             with contextlib.suppress(Exception):  # Ray reads its mode once; make it read it again
-                from ray._raylet import Config
+                from ray._raylet import Config  # type: ignore[attr-defined]  # Cython class, not in ray's stub
 
                 Config.initialize("")
         try:
@@ -158,8 +160,8 @@ class _ClusterSupervisor:
         finally:
             os.close(fd)
 
-    def finish(self, status: str, message: str | None, exit_code: int | None = None) -> JobInfo:
-        self.info.status = status  # type: ignore[assignment]
+    def finish(self, status: JobStatus, message: str | None, exit_code: int | None = None) -> JobInfo:
+        self.info.status = status
         self.info.message = message
         self.info.exit_code = exit_code
         self.info.ended_at = time.time()
@@ -249,6 +251,7 @@ def run_cluster_job(
             with contextlib.suppress(Exception):
                 ray.cancel(gen, force=True)
         if sup.info.status in ("queued", "running"):
+            status: JobStatus
             if isinstance(exc, (KeyboardInterrupt, runner.JobInterrupted)):
                 what = "KeyboardInterrupt" if isinstance(exc, KeyboardInterrupt) else str(exc)
                 status, text = "cancelled", (f"interrupted: the supervising helix process got {what}; the Ray "
@@ -351,4 +354,5 @@ def _conclude(sup: _ClusterSupervisor, final: dict[str, Any], parcel: Any, reque
         sup.extra["peak_memory_mb"] = node_job["peak_memory_mb"]
     if node_job.get("started_at"):
         sup.info.started_at = node_job["started_at"]
-    return sup.finish(str(node_job.get("status") or "failed"), node_job.get("message"), node_job.get("exit_code"))
+    status = node_job.get("status")
+    return sup.finish(status if is_job_status(status) else "failed", node_job.get("message"), node_job.get("exit_code"))

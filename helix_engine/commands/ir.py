@@ -194,7 +194,8 @@ def _capture(args: argparse.Namespace) -> int:
         print(clean(outcome["message"], multiline=True))
     for kernel in outcome.get("kernels", []):
         meta = kernel.get("metadata", {})
-        facts = ", ".join(f"{k} {clean(meta[k])}" for k in ("n_regs", "shared", "num_warps", "num_stages") if meta.get(k) is not None)
+        facts = ", ".join(f"{k} {clean(meta[k])}" for k in ("n_regs", "shared", "num_warps", "num_stages")
+                          if meta.get(k) is not None)
         stages = clean(", ".join(map(str, kernel.get("stages", []))))
         print(f"  {clean(kernel['name'])}: {stages}" + (f" ({facts})" if facts else ""))
     return int(outcome["return_code"])

@@ -172,7 +172,9 @@ def _record_summary(record: Any) -> str:
         return ""
     if record.get("error_message"):
         return f": error: {record['error_message']}"
-    metrics = record.get("metrics") if isinstance(record.get("metrics"), dict) else {}
+    metrics = record.get("metrics")
+    if not isinstance(metrics, dict):
+        metrics = {}
     for key in ("kernel_avg_time_us", "total_op_avg_time_us"):
         value = metrics.get(key, record.get(key))
         if isinstance(value, (int, float)):

@@ -234,9 +234,9 @@ def _repair(args: argparse.Namespace) -> int:
 
 def _round_state(args: argparse.Namespace) -> int:
     from helix_engine.errors import HelixError
+    from helix_engine.perf.report import estimate_to_json
     from helix_engine.state import round_fill
     from helix_engine.state.lifecycle import existing_round_state, write_round_state
-    from helix_engine.perf.report import estimate_to_json
     from helix_engine.workspace import layout
 
     round_dir = Path(args.round_dir)

@@ -240,7 +240,8 @@ def check_leaf_npu(a: Any, g: Any, path_kind: str) -> dict[str, Any]:
 
     if path_kind == "non-compute":
         if a.shape != g.shape or a.dtype != g.dtype:
-            raise _LeafFailure("shape_dtype", f"shape/dtype {tuple(a.shape)} {dtype_name(a.dtype)} != expected {tuple(g.shape)} {dtype_name(g.dtype)}")
+            raise _LeafFailure("shape_dtype", f"shape/dtype {tuple(a.shape)} {dtype_name(a.dtype)} != expected "
+                                              f"{tuple(g.shape)} {dtype_name(g.dtype)}")
         if a.contiguous().view(torch.uint8).numel() and not torch.equal(
             a.contiguous().view(torch.uint8), g.contiguous().view(torch.uint8)
         ):
@@ -345,7 +346,8 @@ def compare_payloads(reference: Any, candidate: Any, accuracy_mode: str | None =
     for label, payload in (("reference", reference), ("candidate", candidate)):
         if not isinstance(payload, Mapping) or "cases" not in payload:
             if isinstance(payload, Mapping) and "results" in payload:
-                return _payload_error(f"the {label} archive uses the legacy {{'results': ...}} form; re-run the test to regenerate it")
+                return _payload_error(f"the {label} archive uses the legacy {{'results': ...}} form; re-run the test "
+                                      "to regenerate it")
             return _payload_error(f"the {label} archive is not a dict with a 'cases' list")
         if not isinstance(payload["cases"], list):
             return _payload_error(f"the {label} archive's 'cases' is not a list")

@@ -19,7 +19,7 @@ from helix_engine.eval.test import run_test
 from helix_engine.eval.usercode import UserCodeError
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import atomic_write_json, atomic_write_text, workspace_lock
-from helix_engine.workspace.models import BaselineState
+from helix_engine.workspace.models import BaselineState, Status
 from helix_engine.workspace.reading import read_text_safe
 
 
@@ -75,8 +75,8 @@ def prepare_baseline(
         # baseline/<op>.py is a copy: name the file the user edits (same lines)
         raise UserCodeError(op, exc.line, exc.error, exc.user_traceback, exc.what) from None
     perf = layout.perf_path_for(base_op)
-    correctness = "passed" if test.exit_code == 0 else "failed"
-    benchmark = "passed" if bench.exit_code == 0 and perf.is_file() else "failed"
+    correctness: Status = "passed" if test.exit_code == 0 else "failed"
+    benchmark: Status = "passed" if bench.exit_code == 0 and perf.is_file() else "failed"
     reasons: list[str] = []
     if correctness == "failed":
         reasons.append("test failed: " + (test.message or _first_line(test.text) or f"return code {test.return_code}"))

@@ -24,8 +24,15 @@ from typing import Any
 from helix_engine import __version__
 from helix_engine.errors import HelixError
 from helix_engine.eval.jobrun import (
-    WorkerRun, bench_mode_for, check_file, finished_records, resolve_backend, resolve_bench_inputs,
-    round_name_of, round_timing, run_worker,
+    WorkerRun,
+    bench_mode_for,
+    check_file,
+    finished_records,
+    resolve_backend,
+    resolve_bench_inputs,
+    round_name_of,
+    round_timing,
+    run_worker,
 )
 from helix_engine.eval.loader import read_metadata, resolve_kernels
 from helix_engine.eval.usercode import UserCodeError, group_case_errors

@@ -290,7 +290,8 @@ def validate_bench_cases(cases: Any, file: Path) -> list[BenchCase]:
             raise HarnessContractError(file, hook, f"case #{index} is {type(case).__name__}, expected a dict")
         cid = case.get("id")
         if not isinstance(cid, str) or not cid.strip():
-            raise HarnessContractError(file, hook, f"case #{index} has an empty or missing id; give every case a unique non-empty string id")
+            raise HarnessContractError(file, hook, f"case #{index} has an empty or missing id; give every case a unique "
+                                                   "non-empty string id")
         if cid in seen:
             raise HarnessContractError(file, hook, f"duplicate case id {cid!r}; case ids must be unique")
         seen.add(cid)
@@ -365,7 +366,8 @@ def load_differential_cases(test_file: Path, operator_file: Path) -> tuple[list[
             raise HarnessContractError(test_file, hook, f"case #{index} is {type(case).__name__}, expected a dict")
         cid = case.get("id")
         if not isinstance(cid, str) or not cid.strip():
-            raise HarnessContractError(test_file, hook, f"case #{index} has an empty or missing id; give every case a unique non-empty string id")
+            raise HarnessContractError(test_file, hook, f"case #{index} has an empty or missing id; give every case a "
+                                                        "unique non-empty string id")
         if cid in seen:
             raise HarnessContractError(test_file, hook, f"duplicate case id {cid!r}; case ids must be unique")
         seen.add(cid)

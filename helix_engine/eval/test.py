@@ -185,7 +185,8 @@ def _delete_after_compare(op: Path) -> bool:
 
 
 def _reference_failed(op: Path, test: Path, mode: str, ref_run: TestOutcome) -> TestOutcome:
-    text = ref_run.text + "\nFAIL: the reference operator's test failed, so there is nothing to compare against; fix the reference first"
+    text = ref_run.text + ("\nFAIL: the reference operator's test failed, so there is nothing to compare against; fix the "
+                           "reference first")
     return TestOutcome(
         exit_code=1, return_code=ref_run.return_code or 1, test_mode=mode, operator_file=str(op),
         test_file=str(test), archived_result=None, stdout=ref_run.stdout, comparison=None,

@@ -173,7 +173,7 @@ def group_by_steps(kernels: list[tuple[str, float, float]], steps: list[tuple[fl
     elif kernels and len(kernels) % n_steps == 0:
         size = len(kernels) // n_steps
         for i in range(n_steps):
-            per: dict[str, float] = {}
+            per = {}
             for name, _s, dur in kernels[i * size:(i + 1) * size]:
                 per[name] = per.get(name, 0.0) + dur
             view.steps[str(i)] = per
@@ -274,7 +274,8 @@ def time_msprof(request_path: Path, case_id: str, warmup: int, repeats: int, ker
     --iterations W+R`` and read the newest op_statistic csv (warmups are not excluded)."""
     msprof = shutil.which("msprof")
     if msprof is None:
-        return CaseTiming([], None, None, None, "msprof is not on PATH; source the CANN set_env.sh or use --bench-mode torch-npu-profiler")
+        return CaseTiming([], None, None, None, "msprof is not on PATH; source the CANN set_env.sh or use --bench-mode "
+                          "torch-npu-profiler")
     out = Path(tempfile.mkdtemp(prefix="helix-msprof-"))
     try:
         cmd = [msprof, f"--output={out}", sys.executable, "-m", "helix_engine.eval.worker", str(request_path),

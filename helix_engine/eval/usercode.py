@@ -17,8 +17,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from helix_engine.eval.loader import HarnessContractError
 from helix_engine.errors import HelixError
+from helix_engine.eval.loader import HarnessContractError
 
 _HELIX_ROOT = str(Path(__file__).resolve().parents[2])
 _HELIX_PACKAGES = tuple(str(Path(_HELIX_ROOT) / p) for p in ("helix_engine", "helix_tui"))

@@ -60,7 +60,7 @@ def parent_folder(ws: Path, n: int) -> tuple[Path, str, dict[str, Any]]:
     return ws / round_dir_name(k), f"round-{k}", state
 
 
-class RoundDiff(dict):  # type: ignore[type-arg]
+class RoundDiff(dict[str, Any]):
     """The JSON payload of a round diff, plus ``.text``: the same thing as `helix ir diff` prints."""
 
     @property

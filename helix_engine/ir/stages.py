@@ -16,10 +16,13 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helix_engine.errors import HelixError
 from helix_engine.workspace.reading import owning_workspace, read_bytes_safe, read_json_object
+
+if TYPE_CHECKING:
+    from helix_engine.ir.rounds import RoundDiff
 
 KEYWORD_WEIGHTS: dict[str, int] = {"alloc": 3, "copy": 4, "matmul": 5, "for": 1, "if": 1, "vector": 3, "load": 2,
                                    "store": 2, "dma": 4, "wait": 6, "set_flag": 6, "barrier": 6}
@@ -228,9 +231,9 @@ def find_changes(stages: list[Stage], limit: int = 10, sort_by: str = "score") -
 
 def performance_signals(stages: list[Stage], limit: int = 5) -> dict[str, Any]:
     """Per-stage vector/transfer/sync/alloc counts, the heaviest stages, suspicious transitions."""
-    summaries = [{"stage": s.rel_path, "vector_ops": s.vector_ops, "transfer_ops": s.transfer_ops,
-                  "sync_ops": s.sync_ops, "alloc_ops": s.keywords.get("alloc", 0),
-                  "interesting_score": s.interesting} for s in stages]
+    summaries: list[dict[str, Any]] = [{"stage": s.rel_path, "vector_ops": s.vector_ops, "transfer_ops": s.transfer_ops,
+                                        "sync_ops": s.sync_ops, "alloc_ops": s.keywords.get("alloc", 0),
+                                        "interesting_score": s.interesting} for s in stages]
 
     def heaviest(key: str) -> list[dict[str, Any]]:
         ranked = sorted((r for r in summaries if r[key] > 0), key=lambda r: r[key], reverse=True)
@@ -258,7 +261,7 @@ def read_capture_manifest(ir_dir: Path) -> dict[str, Any]:
     return data or {}
 
 
-def diff_round(ws: Path, n: int, stage: str | None = None, context: int = 2) -> dict[str, Any]:
+def diff_round(ws: Path, n: int, stage: str | None = None, context: int = 2) -> RoundDiff:
     """Diff the IR of ``opt-round-N`` against its parent's (see `helix_engine.ir.rounds`)."""
     from helix_engine.ir.rounds import diff_round as _diff_round
 

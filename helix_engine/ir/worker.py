@@ -107,7 +107,8 @@ def _folder(name: str, taken: set[str]) -> str:
 
 
 def capture_cuda(harness: Any, ir_dir: Path) -> list[dict[str, Any]]:
-    kernels, taken = [], set()
+    kernels: list[dict[str, Any]] = []
+    taken: set[str] = set()
     wanted = set(harness.kernel_names)
     seen: set[int] = set()
     for attr, obj in sorted(vars(harness.operator_module).items()):
@@ -165,11 +166,11 @@ def record_launches(fn: Any) -> list[dict[str, Any]]:
                               "args": {k: describe_arg(v) for k, v in named.items()}, "options": options}
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)
 
-    InterpretedFunction.run = run  # type: ignore[method-assign]
+    InterpretedFunction.run = run
     try:
         fn()
     finally:
-        InterpretedFunction.run = original  # type: ignore[method-assign]
+        InterpretedFunction.run = original
     return list(launches.values())
 
 
@@ -221,7 +222,8 @@ def compile_recorded(operator_module: Any, launches: list[dict[str, Any]], ir_di
     import triton
     from triton.backends.compiler import GPUTarget
 
-    kernels, taken = [], set()
+    kernels: list[dict[str, Any]] = []
+    taken: set[str] = set()
     for launch in launches:
         jf = _jit_of(getattr(operator_module, launch["name"], None))
         if jf is None:

@@ -12,6 +12,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Protocol
 
 _PROC = Path("/proc")
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -181,7 +182,13 @@ def signal_group(pgid: int | None, sig: int) -> bool:
         return False
 
 
-def terminate_group(pgid: int | None, grace_s: float, *, reap: object = None) -> str:
+class Pollable(Protocol):
+    """What ``reap`` needs of a ``subprocess.Popen``: ``poll`` waits on its leader if it exited."""
+
+    def poll(self) -> object: ...
+
+
+def terminate_group(pgid: int | None, grace_s: float, *, reap: Pollable | None = None) -> str:
     """SIGTERM the group, wait up to ``grace_s`` for it to empty, then SIGKILL.
 
     ``reap`` may be a ``subprocess.Popen`` whose leader we must wait on (else it stays a
@@ -193,7 +200,7 @@ def terminate_group(pgid: int | None, grace_s: float, *, reap: object = None) ->
     while time.monotonic() < deadline:
         if reap is not None:
             with contextlib.suppress(Exception):
-                reap.poll()  # type: ignore[attr-defined]
+                reap.poll()
         if not group_alive(pgid):
             return "SIGTERM"
         time.sleep(0.05)
@@ -202,7 +209,7 @@ def terminate_group(pgid: int | None, grace_s: float, *, reap: object = None) ->
     while time.monotonic() < deadline:
         if reap is not None:
             with contextlib.suppress(Exception):
-                reap.poll()  # type: ignore[attr-defined]
+                reap.poll()
         if not group_alive(pgid):
             break
         time.sleep(0.02)

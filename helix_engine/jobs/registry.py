@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -31,8 +31,8 @@ from helix_engine.jobs.events import EVENTS_NAME
 from helix_engine.jobs.procs import pid_alive
 from helix_engine.sanitize import clean
 from helix_engine.workspace.files import atomic_write_json
-from helix_engine.workspace.layout import HELIX_DIR, JOBS_DIR
 from helix_engine.workspace.json_text import parse_json
+from helix_engine.workspace.layout import HELIX_DIR, JOBS_DIR
 from helix_engine.workspace.models import Problem
 from helix_engine.workspace.reading import MAX_JSON_BYTES, open_workspace_file, read_text_safe
 
@@ -46,6 +46,11 @@ CANCEL_NAME = "cancel-requested"
 #: Bytes read per ``read_events`` call at most (a huge file is read in pages).
 MAX_EVENTS_CHUNK = 4 * 1024 * 1024
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def is_job_status(value: object) -> TypeGuard[JobStatus]:
+    """Whether ``value`` (e.g. a status a cluster node reported) is one a job.json may hold."""
+    return isinstance(value, str) and value in JOB_STATUSES
 
 
 class JobInfo(BaseModel):

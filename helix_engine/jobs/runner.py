@@ -28,11 +28,28 @@ from helix_engine.jobs.devices import lease_device
 from helix_engine.jobs.events import EVENTS_NAME
 from helix_engine.jobs.interrupts import install_interrupt_handlers  # noqa: F401 - re-exported
 from helix_engine.jobs.registry import (
-    ACTIVE_STATUSES, OUTPUT_NAME, JobInfo, cancel_requested, job_dir, job_lock, load_job,
-    new_job_id, read_events, read_job_file, request_cancel, user_command, write_job,
+    ACTIVE_STATUSES,
+    OUTPUT_NAME,
+    JobInfo,
+    JobStatus,
+    cancel_requested,
+    job_dir,
+    job_lock,
+    load_job,
+    new_job_id,
+    read_events,
+    read_job_file,
+    request_cancel,
+    user_command,
+    write_job,
 )
 from helix_engine.jobs.settings import (  # noqa: F401 - re-exported for callers
-    DEFAULT_TIMEOUT_S, RSS_ENV, TIMEOUT_ENV, child_environment, resolve_rss_limit, resolve_timeout,
+    DEFAULT_TIMEOUT_S,
+    RSS_ENV,
+    TIMEOUT_ENV,
+    child_environment,
+    resolve_rss_limit,
+    resolve_timeout,
 )
 from helix_engine.jobs.tree import JobTree
 
@@ -157,8 +174,8 @@ class _Supervisor:
         with job_lock(self.folder):
             write_job(self.folder, self.info)
 
-    def finish(self, status: str, message: str | None, exit_code: int | None = None) -> JobInfo:
-        self.info.status = status  # type: ignore[assignment]
+    def finish(self, status: JobStatus, message: str | None, exit_code: int | None = None) -> JobInfo:
+        self.info.status = status
         self.info.message = message
         self.info.exit_code = exit_code
         self.info.ended_at = time.time()
@@ -226,7 +243,7 @@ class _Supervisor:
         return tree.terminate(grace_s, reap=proc)
 
     def watch(self, proc: Any, limit_s: float, limit_source: str, rss_limit: int | None,
-              rss_source: str) -> tuple[int | None, tuple[str, str] | None]:
+              rss_source: str) -> tuple[int | None, tuple[JobStatus, str] | None]:
         """Wait for the child, enforcing limits and stop requests: (return code, outcome)."""
         tree = self.tree if self.tree is not None else JobTree(proc.pid, str(self.folder))
         deadline = time.monotonic() + limit_s
@@ -260,7 +277,7 @@ class _Supervisor:
                 return rc, ("cancelled", f"{why}; the job {stop_text(rc)}")
             self.pump()
 
-    def conclude(self, proc: Any, tee: Tee, rc: int | None, outcome: tuple[str, str] | None) -> JobInfo:
+    def conclude(self, proc: Any, tee: Tee, rc: int | None, outcome: tuple[JobStatus, str] | None) -> JobInfo:
         self.end_processes(min(self.grace_s, 1.0), proc)  # leftovers (grandchildren) of a finished child
         if self.tree is not None:
             self.tree.reap_zombies()
@@ -272,9 +289,9 @@ class _Supervisor:
                 why += f"; its process {STUCK}"
             return self.finish(outcome[0] if outcome else "failed", why, None)
         if outcome is None and rc != 0:
-            why = self.stop_requested()  # signalled by cancel_job before the loop saw the marker
-            if why:
-                outcome = ("cancelled", f"{why}; the job {stop_text(rc)}")
+            stopped = self.stop_requested()  # signalled by cancel_job before the loop saw the marker
+            if stopped:
+                outcome = ("cancelled", f"{stopped}; the job {stop_text(rc)}")
         if outcome is not None:
             return self.finish(outcome[0], outcome[1], rc)
         reported = self.reported()
@@ -373,6 +390,7 @@ def run_job(
     except BaseException as exc:
         if info.status in ACTIVE_STATUSES:
             rc = proc.returncode if proc is not None else None
+            status: JobStatus
             if isinstance(exc, (KeyboardInterrupt, JobInterrupted)):
                 what = "KeyboardInterrupt" if isinstance(exc, KeyboardInterrupt) else str(exc)
                 status, text = "cancelled", (f"interrupted: the supervising helix process got {what}; "

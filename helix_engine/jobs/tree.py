@@ -105,7 +105,8 @@ class JobTree:
 
     def scan(self) -> list[Member]:
         """Members now (zombies included), remembering each for later scans."""
-        if not self.procfs:
+        root_ticks = self.root_ticks
+        if not self.procfs or root_ticks is None:  # procfs is only set with the root's start ticks
             return []
         table = _scan()
         root_now = table.get(self.root)
@@ -113,7 +114,7 @@ class JobTree:
         env_cache: dict[tuple[int, int], bool] = {}
         members: dict[int, Member] = {}
         for p in table.values():
-            if p.pid in (self.me, 1) or p.ticks < self.root_ticks:  # type: ignore[operator]
+            if p.pid in (self.me, 1) or p.ticks < root_ticks:
                 continue
             key = (p.pid, p.ticks)
             if self.seen.get(p.pid) == p.ticks or (root_same and self.root in (p.pid, p.pgid, p.sid)):
@@ -129,7 +130,7 @@ class JobTree:
         self._env = env_cache  # forget processes that are gone
         children: dict[int, list[Member]] = {}
         for p in table.values():
-            if p.pid not in (self.me, 1) and p.ticks >= self.root_ticks:  # type: ignore[operator]
+            if p.pid not in (self.me, 1) and p.ticks >= root_ticks:
                 children.setdefault(p.ppid, []).append(p)
         stack = list(members) + ([self.root] if root_same else [])  # root may be this process
         while stack:
@@ -169,7 +170,7 @@ class JobTree:
             return procs.group_alive(self.root)
         return bool(self.live())
 
-    def terminate(self, grace_s: float, *, reap: object = None) -> str:
+    def terminate(self, grace_s: float, *, reap: procs.Pollable | None = None) -> str:
         """SIGTERM every member, wait up to ``grace_s`` (members that appear meanwhile get it
         too), then SIGKILL until none is left (5 s at most). ``reap``: the child's Popen, polled
         so it does not linger as a zombie. Returns "none", "SIGTERM" or "SIGKILL"."""
@@ -236,7 +237,7 @@ def _send(member: Member, sig: int) -> int:
         return 0
 
 
-def _poll(reap: object) -> None:
+def _poll(reap: procs.Pollable | None) -> None:
     if reap is not None:
         with contextlib.suppress(Exception):
-            reap.poll()  # type: ignore[attr-defined]
+            reap.poll()

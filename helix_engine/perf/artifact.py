@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from helix_engine.sanitize import clean_name
-from helix_engine.workspace.files import MAX_TEXT_BYTES, atomic_write_text
 from helix_engine.workspace import json_text
+from helix_engine.workspace.files import MAX_TEXT_BYTES, atomic_write_text
 from helix_engine.workspace.json_text import DuplicateKey
 from helix_engine.workspace.models import PerfRecord, Problem
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TypeVar
+from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar
 
 from helix_engine.errors import HelixError
 from helix_engine.workspace.models import Problem
@@ -63,8 +63,8 @@ class CsvReadReport:
     skipped_rows: int = 0
     problems: list[Problem] = field(default_factory=list)
 
-    def problem(self, message: str, line: int | None = None, severity: str = "error") -> None:
-        self.problems.append(Problem(file=str(self.path), message=message, line=line, severity=severity))  # type: ignore[arg-type]
+    def problem(self, message: str, line: int | None = None, severity: Literal["error", "warning"] = "error") -> None:
+        self.problems.append(Problem(file=str(self.path), message=message, line=line, severity=severity))
 
 
 def raise_on(report: CsvReadReport) -> None:
@@ -116,9 +116,9 @@ def aggregate_chunks(path: Path, report: CsvReadReport, columns: Sequence[str], 
     """Run ``queries`` on each chunk of ``path``'s data rows; yield each chunk's results.
 
     The rows hold `ROW` and each of ``columns`` that the header has, as the raw cells (strings,
-    null when empty; read them with `text` and `number`; for a repeated name, its first column). ``report.header`` is set before ``queries``
-    first runs. ``root``: the folder the file must stay inside (default: its workspace, see
-    `owning_workspace`; a final symbolic link is never followed). ``required`` columns must all be present; each group in
+    null when empty; read them with `text` and `number`; for a repeated name, its first column).
+    ``report.header`` is set before ``queries`` first runs. ``root``: the folder the file must stay
+    inside (default: its workspace, see `owning_workspace`; a final symbolic link is never followed). ``required`` columns must all be present; each group in
     ``any_of`` needs one. Problems go to ``report``; a chunk without rows yields nothing.
     """
     path = Path(path)
@@ -154,7 +154,7 @@ def read_table(path: Path, report: CsvReadReport, columns: Sequence[str], *, roo
     return pl.DataFrame(schema={ROW: pl.UInt32} | {c: pl.String for c in dict.fromkeys(columns) if c in present})
 
 
-def _chunks(handle: BinaryIO, report: CsvReadReport, columns: Sequence[str], queries: Queries,
+def _chunks(handle: io.BufferedReader, report: CsvReadReport, columns: Sequence[str], queries: Queries,
             required: Sequence[str], any_of: Sequence[Sequence[str]]) -> Iterator[list[pl.DataFrame]]:
     pending = _read_header(handle, report, required, any_of)
     if pending is None:
@@ -190,8 +190,8 @@ def _parse(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, sy
 
     def parse(data: bytes) -> tuple[int, list[pl.DataFrame] | None]:
         """(rows parsed, the queries' results; None when the chunk's rows were all dropped)."""
-        options = {"infer_schema": False, "truncate_ragged_lines": True, "row_index_name": ROW,
-                   "row_index_offset": first_row}
+        options = _CsvOptions(infer_schema=False, truncate_ragged_lines=True, row_index_name=ROW,
+                              row_index_offset=first_row)
         # one fused pass; rows whose last cell is empty (short rows, blank lines, or an empty last
         # column) send the chunk down the careful path
         rows = pl.scan_csv(data, **options).select(*wanted, ROW).cache()  # parsed once for all the queries
@@ -249,6 +249,15 @@ def _parse(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, sy
         report.problem(f"{report.skipped_rows} short rows were skipped in total", severity="warning")
 
 
+class _CsvOptions(TypedDict):
+    """The options `scan_csv` and `read_csv` share for one chunk (typed for their keywords)."""
+
+    infer_schema: bool
+    truncate_ragged_lines: bool
+    row_index_name: str
+    row_index_offset: int
+
+
 class _Stop(Exception):
     """The careful path found a chunk it cannot read (the problem is in the report)."""
 
@@ -265,7 +274,7 @@ def _balanced_prefix(data: bytes) -> int:
     return best
 
 
-def _blocks(handle: BinaryIO, pending: bytes, report: CsvReadReport, prefix: bytes) -> Iterator[bytes]:
+def _blocks(handle: io.BufferedReader, pending: bytes, report: CsvReadReport, prefix: bytes) -> Iterator[bytes]:
     """The rest of the file in blocks of whole lines, about `CHUNK_BYTES` each, each after
     ``prefix``: read into one reused buffer, then copied once into the bytes polars parses.
     A block may end inside a quoted cell that spans lines; `_parse` then joins it to the next
@@ -287,7 +296,7 @@ def _blocks(handle: BinaryIO, pending: bytes, report: CsvReadReport, prefix: byt
         yield prefix + pending
 
 
-def _read_header(handle: BinaryIO, report: CsvReadReport, required: Sequence[str],
+def _read_header(handle: io.BufferedReader, report: CsvReadReport, required: Sequence[str],
                  any_of: Sequence[Sequence[str]]) -> bytes | None:
     """Read and check the header line; return the bytes read past it (None: stop, see report)."""
     buf = b""
@@ -363,7 +372,7 @@ def _drop_short_rows(frame: pl.DataFrame, block: memoryview, last: str, width: i
     return frame.filter(pl.Series(keep, dtype=pl.Boolean))
 
 
-def _ahead(items: Iterator[T]) -> Iterator[T]:
+def _ahead(items: Iterator[T]) -> Generator[T, None, None]:
     """``items``, produced one ahead in a thread: the next block is read and checked while polars
     (which releases the GIL) parses this one."""
     import queue

@@ -160,7 +160,7 @@ def summarize_invocations(path: Path, mode: str, target: str | None, *,
             for dim in rest.pop(0).to_series().to_list() if "Block Dim" in header else []:
                 if dim not in summary.block_dims and len(summary.block_dims) < MAX_BLOCK_DIMS:
                     summary.block_dims.append(dim)
-    if parts:
+    if parts and summary.name_column is not None:  # set with the first rows (any_of: a name column)
         merged = (pl.concat(parts).with_columns(text(summary.name_column)).group_by(summary.name_column)
                   .agg(pl.col(ROW).min(), pl.col(f"{_D}.n").sum(), pl.col(f"{_D}.sum").sum(),
                        pl.col(f"{_D}.min").min(), pl.col(f"{_D}.max").max())

@@ -29,10 +29,11 @@ def _table(header: list[str], rows: list[list[Any]], width: int | None = None,
     def need(cols: list[int]) -> int:  # a rendered column: its widest cell plus one space each side
         return sum(max([len(header[i])] + [len(row[i]) for row in cells]) + 2 for i in cols)
 
-    for index in drop_order if width is not None else ():
-        if need(keep) <= width:
-            break
-        keep.remove(index)
+    if width is not None:
+        for index in drop_order:
+            if need(keep) <= width:
+                break
+            keep.remove(index)
     out = ["| " + " | ".join(header[i] for i in keep) + " |", "|" + "|".join("---" for _ in keep) + "|"]
     out += ["| " + " | ".join(row[i] for i in keep) + " |" for row in cells]
     return out

@@ -191,7 +191,8 @@ def _ascend_report(profile_dir: Path, layout: ascend.AscendFiles, target_op: str
         d = inv.durations
         report.op_summary = {"count": d.count, "sum_us": round(d.total, 6), "avg_us": round(d.avg, 6) if d.avg else None,
                              "min_us": d.min if d.count else None, "max_us": d.max if d.count else None,
-                             "matches_op_statistic": bool(d.count) and abs(d.total - target.total_us) <= 1e-3 * max(target.total_us, 1.0)}
+                             "matches_op_statistic": bool(d.count)
+                             and abs(d.total - target.total_us) <= 1e-3 * max(target.total_us, 1.0)}
         pct, scale = signals.percent_ratios(inv.ratios)
         cube_util = inv.cube_util.avg
         report.pipeline_signals = {

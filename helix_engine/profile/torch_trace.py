@@ -91,8 +91,11 @@ def load_events(trace: Path, *, root: Path | None = None) -> list[dict[str, Any]
 
 
 def _duration(event: dict[str, Any]) -> float | None:
+    value = event.get("dur")
+    if value is None:
+        return None
     try:
-        dur = float(event.get("dur"))
+        dur = float(value)
     except (TypeError, ValueError):
         return None
     return dur if dur >= 0 else None

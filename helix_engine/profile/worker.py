@@ -39,11 +39,11 @@ def annotate_interpreted_launches() -> Any:
         with torch.profiler.record_function(f"triton:{self.fn.__name__}"):
             return original(self, *args, **kwargs)
 
-    InterpretedFunction.run = run  # type: ignore[method-assign]
+    InterpretedFunction.run = run
     try:
         yield
     finally:
-        InterpretedFunction.run = original  # type: ignore[method-assign]
+        InterpretedFunction.run = original
 
 
 def _steps(fn: Any, prof: Any, sync: Any, total: int, events: Any) -> None:

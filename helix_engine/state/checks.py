@@ -154,9 +154,7 @@ def resolve_round_operator(round_dir: Path, op_name: str, legacy: str | None) ->
     except OSError:
         return None
     python = [p for p in candidates if p.suffix == ".py"]
-    if len(python) == 1:
-        return python[0]
-    return (python or [None])[0]
+    return python[0] if python else None
 
 
 def _missing_path(field_name: str, declared: str | None, expected: str | None) -> str:

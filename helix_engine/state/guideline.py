@@ -22,13 +22,16 @@ DELETE_PT_ENV = "HELIX_OPTIMIZE_DELETE_PT_FILES"
 HARD_RULES: tuple[str, ...] = (
     "Keep exactly one optimize round active at a time.",
     "A round is one code-changing optimization attempt, followed by canonical validation (run-test, run-bench, compare-perf).",
-    "Once a round has its first canonical run-bench plus compare-perf result, stop editing that round; carry new ideas into the next round.",
-    "Never script a series of rounds that only change parameters to advance the session faster: that is cheating and is forbidden.",
+    "Once a round has its first canonical run-bench plus compare-perf result, stop editing that round; carry new ideas "
+    "into the next round.",
+    "Never script a series of rounds that only change parameters to advance the session faster: that is cheating and "
+    "is forbidden.",
     "Never use agents or subagents to work on several rounds in parallel while the current round is in flight.",
     "Do not turn a round into a blind parameter sweep; when parameters need tuning, use the `autotune` optimization pattern.",
     "Do not spend rounds on hand-tuned launch or tile sweeps unless existing evidence clearly points that way.",
     "Before editing code, choose the operator, kernel path or wrapper bottleneck that anchors this round.",
-    "Before editing code, decide whether the evidence at hand is enough or whether profiling, IR or compiler-source analysis must come first.",
+    "Before editing code, decide whether the evidence at hand is enough or whether profiling, IR or compiler-source "
+    "analysis must come first.",
     "Keep the round narrow: one coherent hypothesis, one active round, one evidence-backed direction of change.",
 )
 

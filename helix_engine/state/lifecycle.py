@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from helix_engine.state import (
     candidate,
@@ -324,7 +324,7 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
     result = checks.check_round(round_dir, **kwargs)
     if not result.passed and not result.terminal:
         return result.payload(), 1
-    outcome = "passed" if result.passed else "failed"
+    outcome: Literal["passed", "failed"] = "passed" if result.passed else "failed"
     try:
         state = workflow.load_workflow(path)
         n = workflow.completable_round(state, round_dir.name, current_arg)
@@ -342,16 +342,17 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
     if result.passed:
         cleanup.pass_cleanup(round_dir, result.round_state)
     try:
-        problems = ledger.update_ledger(round_dir.parent, n, passed=result.passed, issues=result.issues)
+        problems = [str(p) for p in ledger.update_ledger(round_dir.parent, n, passed=result.passed,
+                                                         issues=result.issues)]
     except Exception as exc:  # noqa: BLE001 - the ledger must never block recording the outcome
         problems = [f"opt-note.md: the ledger could not be updated ({type(exc).__name__}: {exc})"]
     for problem in problems:
         if result.passed:  # a pass stays a pass; the note says why the ledger is stale
             joiner = "; " if result.issues else " Notes: "
-            result.issues.append(str(problem))
-            result.guideline += joiner + str(problem)
+            result.issues.append(problem)
+            result.guideline += joiner + problem
     entry = state.rounds[str(n)]
-    entry.status = outcome  # type: ignore[assignment]
+    entry.status = outcome
     entry.ended_at = workflow.utc_now()
     state.phase = "awaiting_round_start"
     state.current_round = None

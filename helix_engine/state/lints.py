@@ -109,12 +109,12 @@ def lint_source(source: str, file: str, *, backend: str | None = None) -> list[P
         return [Problem(file, "does not parse as Python; the hard-rule lints were skipped", None, "warning")]
     aliases = _aliases(tree)
     problems: list[Problem] = []
-    kernels: list[ast.FunctionDef] = []
+    kernels: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
     launches = len(triton_launches(tree))
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(_is_jit(d, aliases) for d in node.decorator_list):
-                kernels.append(node)  # type: ignore[arg-type]
+                kernels.append(node)
         elif isinstance(node, ast.Call):
             func = node.func
             if (

@@ -71,10 +71,11 @@ def check_submit(round_dir: Path, current_round: int | None = None, final_round:
     except (FileNotFoundError, ValueError) as exc:
         state_issue = str(exc)
     payload = result.payload()
-    if result.passed and state_issue is None:
-        return _with_outcome(payload, "passed", name, lints), 0
-    if result.passed:  # the round passes, but the state cannot record it (submit-round's refusal)
-        return _with_outcome(_fail(state_issue, guideline.submit_round_guideline(state_issue)), None, name, lints), 1  # type: ignore[arg-type]
+    if result.passed:
+        if state_issue is None:
+            return _with_outcome(payload, "passed", name, lints), 0
+        # the round passes, but the state cannot record it (submit-round's refusal)
+        return _with_outcome(_fail(state_issue, guideline.submit_round_guideline(state_issue)), None, name, lints), 1
     if not result.terminal or state_issue is not None:
         if result.terminal and state_issue is not None and path.exists():
             payload["issues"] = payload["issues"] + [state_issue]

@@ -153,3 +153,24 @@ def test_device_resource_per_backend(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cluster.cluster_address() == "h:1"
     cluster.use_cluster("other:2")
     assert cluster.cluster_address() == "other:2"  # the flag beats the environment
+
+
+@pytest.mark.parametrize(("reported", "recorded"), [("passed", "passed"), ("timeout", "timeout"),
+                                                    ("exploded", "failed"), (None, "failed"), (3, "failed")])
+def test_a_node_status_that_is_no_job_status_is_recorded_as_failed(reported: object, recorded: str,
+                                                                   tmp_path: Path) -> None:
+    """The node's final record comes from another process: a status job.json cannot hold was
+    written verbatim before, and the job record could no longer be read."""
+    import time
+
+    from helix_engine.cluster.dispatch import _ClusterSupervisor, _conclude
+    from helix_engine.jobs.registry import JobInfo, read_job_file
+
+    folder = tmp_path / "job-1"
+    folder.mkdir()
+    sup = _ClusterSupervisor(folder, JobInfo(id="job-1", kind="run-bench", created_at=time.time(), status="running"),
+                             None)
+    final = {"job": {"status": reported, "message": "done on the node", "exit_code": 0}}
+    info = _conclude(sup, final, None, {}, lambda *_: None, lambda *_: "")
+    assert info.status == recorded
+    assert read_job_file(folder).status == recorded  # job.json stays readable

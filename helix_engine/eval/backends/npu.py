@@ -51,7 +51,7 @@ def upstream_profiler(out_dir: Path, warmup: int, repeats: int) -> Any:
     activity, Level1, l2_cache and data_simplification off, schedule skip_first 1 / wait 0 /
     warmup W / active R, tensorboard_trace_handler writing ``ASCEND_PROFILER_OUTPUT/`` under
     ``out_dir``. The caller steps it 1 + W + R times. Used by bench timing and profile jobs."""
-    import torch_npu  # type: ignore[import-not-found]
+    import torch_npu
 
     prof = torch_npu.profiler
     config = prof._ExperimentalConfig(  # noqa: SLF001 - upstream uses it
