@@ -1,6 +1,6 @@
-"""The upstream tool, installed from its tarball into its own virtual environment (an editable install: its code reads data files from its source
-tree), to measure
-it side by side with helix in the same run (never a figure quoted from somewhere else).
+"""The upstream tool, installed from its tarball into its own virtual environment (an editable install:
+its code reads data files from its source tree), to measure it side by side with helix in the same run (never a
+figure quoted from somewhere else).
 
 The tarball is ``../shared/peers/upstream-helix-76b17cb.tar.gz`` beside the checkout (set
 ``HELIX_PEER_TARBALL`` to use another copy). It is unpacked and installed once into

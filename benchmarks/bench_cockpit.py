@@ -26,7 +26,7 @@ for _path in (REPO, REPO / "benchmarks"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-import _measure
+import _measure  # noqa: E402 - after the sys.path lines above
 
 ROUNDS, CASES, REPEATS = 200, 20, 5
 LATENCY_TARGET_S = 0.3

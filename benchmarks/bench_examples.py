@@ -58,8 +58,6 @@ def _reference(op: str, inputs: tuple) -> Any:
 
 
 def _max_rel_err(out: Any, ref: Any) -> float:
-    import torch
-
     outs = out if isinstance(out, (tuple, list)) else (out,)
     refs = ref if isinstance(ref, (tuple, list)) else (ref,)
     worst = 0.0
@@ -144,7 +142,7 @@ def run() -> list[dict[str, Any]]:
         env["TRITON_INTERPRET"] = "1"
     proc = subprocess.run([sys.executable, __file__, "--child", device], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=1800)
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("HELIX_EXAMPLES_JSON ")), None)
+    line = next((out for out in proc.stdout.splitlines() if out.startswith("HELIX_EXAMPLES_JSON ")), None)
     if proc.returncode != 0 or line is None:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
         return [{"benchmark": "examples", "figure": "example rounds", "value": float("nan"), "unit": "x",

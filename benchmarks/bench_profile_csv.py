@@ -35,9 +35,10 @@ ROOT = HERE.parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-import _measure
+import _measure  # noqa: E402 - after the sys.path line above
 
-FIXTURE = ROOT / "tests" / "fixtures" / "ascend-profiler" / "standalone_real_output" / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+FIXTURE = (ROOT / "tests" / "fixtures" / "ascend-profiler" / "standalone_real_output" / "ASCEND_PROFILER_OUTPUT"
+           / "kernel_details.csv")
 NAMES = ("matmul_kernel", "softmax_kernel", "layernorm_fwd", "gelu_kernel", "Cast", "TransData", "add_kernel", "MemcpyAsync")
 STEPS = 1000
 MEMORY_TARGET_MIB = 250

@@ -33,8 +33,8 @@ for path in (REPO, HERE):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-import _measure
-import _peer
+import _measure  # noqa: E402 - after the sys.path lines above
+import _peer  # noqa: E402
 
 CASES = 20
 SIZES = (10, 200, 1000, 2000)

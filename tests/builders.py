@@ -25,7 +25,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 DEFAULT_BENCH_MODE = "torch-npu-profiler"
 DEFAULT_OP = "add"
@@ -45,7 +45,7 @@ class Case:
     omit_bench_mode: bool = False
 
 
-CaseValue = Union[float, int, None, tuple, Case]
+CaseValue = float | int | None | tuple | Case
 Cases = Mapping[str, CaseValue]
 
 

@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from builders import Case, RoundSpec, build_workspace, perf_record, write_workflow_state, workflow_state
+from builders import Case, RoundSpec, build_workspace, perf_record, workflow_state, write_workflow_state
 
 ESCAPES = "\x1b]0;TITLE\x07\x1b[2J\x1b]52;c;aGVsbG8=\x07"
 MARKUP = "[bold]x[/bold][@click=app.quit]q[/]"

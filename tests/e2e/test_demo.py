@@ -96,7 +96,8 @@ def test_round_files_follow_the_contract(demo_run: tuple[Path, subprocess.Comple
         assert "## State Update" in attempts and "Primary analysis level: pattern triage" in attempts
         assert "Hypothesis:" in attempts and "Geomean speedup:" in attempts
         assert "Current best:" in (rd / "summary.md").read_text()
-        assert (rd / "opt_softmax.py").read_text() == (demo.examples_root() / "softmax" / "candidates" / f"round-{n}.py").read_text()
+        candidate = demo.examples_root() / "softmax" / "candidates" / f"round-{n}.py"
+        assert (rd / "opt_softmax.py").read_text() == candidate.read_text()
     records, problems = read_perf(ws / "baseline" / "softmax_perf.txt")
     assert not problems and len(records) == 4
     for r in records + read_perf(ws / "opt-round-2" / "opt_softmax_perf.txt")[0]:

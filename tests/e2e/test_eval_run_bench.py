@@ -217,7 +217,8 @@ def test_msprof_run_one_target(tmp_path: Path) -> None:
     ws = make_ws(tmp_path, "add")
     req = tmp_path / "req.json"
     req.write_text(json.dumps({"action": "bench", "operator_file": str(ws / "add.py"), "bench_file": str(ws / "bench_add.py"),
-                               "bench_mode": "msprof", "backend": "cpu", "device_str": "cpu", "result_path": str(tmp_path / "r.json")}))
+                               "bench_mode": "msprof", "backend": "cpu", "device_str": "cpu",
+                               "result_path": str(tmp_path / "r.json")}))
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
     ok = subprocess.run([sys.executable, "-m", "helix_engine.eval.worker", str(req), "--run-one", "n256", "--iterations", "2"],
                         capture_output=True, text=True, env=env, timeout=120, check=False)

@@ -33,7 +33,8 @@ LAUNCHES = {
     "grid lambda name": "def f(x):\n    grid = lambda meta: (triton.cdiv(x.numel(), meta['BLOCK']),)\n"
                         "    kernel[grid](x, x.numel(), BLOCK=8)\n",
     "inline lambda": "def f(x):\n    kernel[lambda meta: (triton.cdiv(x.numel(), meta['BLOCK']),)](x, 1, BLOCK=8)\n",
-    "multi-line launch": "def f(x):\n    kernel[\n        (x.shape[0],\n         x.shape[1])\n    ](\n        x, 1, BLOCK=8,\n    )\n",
+    "multi-line launch": ("def f(x):\n    kernel[\n        (x.shape[0],\n         x.shape[1])\n    ](\n"
+                          "        x, 1, BLOCK=8,\n    )\n"),
     "returned launch": "def f(x):\n    return kernel[(1,)](x, 1, BLOCK=8)\n",
     "kernel bound to another name": "launch = kernel\n\ndef f(x):\n    launch[(x.shape[0],)](x, 1, BLOCK=8)\n",
     "kernel chosen by if": "def f(x, fast):\n    k = kernel if fast else kernel\n    k[(1,)](x, 1, BLOCK=8)\n",

@@ -15,8 +15,7 @@ import pytest
 
 from helix_engine.workspace import status_rules
 from helix_engine.workspace.snapshot import load_workspace, reload
-from tests.builders import Case, RoundSpec, build_workspace, write_perf, write_round, write_workflow_state, \
-    workflow_state
+from tests.builders import Case, RoundSpec, build_workspace, workflow_state, write_perf, write_round, write_workflow_state
 
 LABELS = ("a", "b", "c")
 BASE = {"a": 10.0, "b": 20.0, "c": 40.0}

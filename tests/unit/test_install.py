@@ -11,8 +11,10 @@ import pytest
 
 from helix_engine.cli import main
 
-NO_TORCH = '{"python": "3.11.7", "executable": "/venv/bin/python", "torch_error": "ModuleNotFoundError: No module named \'torch\'"}'
-WITH_TORCH = '{"python": "3.11.7", "executable": "/venv/bin/python", "torch_version": "2.13.0+cpu", "npu_error": "torch_npu is not installed", "cuda_available": false}'
+NO_TORCH = ('{"python": "3.11.7", "executable": "/venv/bin/python", '
+            '"torch_error": "ModuleNotFoundError: No module named \'torch\'"}')
+WITH_TORCH = ('{"python": "3.11.7", "executable": "/venv/bin/python", "torch_version": "2.13.0+cpu", '
+              '"npu_error": "torch_npu is not installed", "cuda_available": false}')
 
 
 @pytest.fixture()

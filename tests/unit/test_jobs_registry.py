@@ -15,7 +15,13 @@ from helix_engine.errors import HelixError
 from helix_engine.jobs.devices import device_holder, lease_device, parse_devices
 from helix_engine.jobs.events import EventWriter
 from helix_engine.jobs.registry import (
-    JobInfo, job_dir, list_jobs, load_job, new_job_id, read_events, write_job,
+    JobInfo,
+    job_dir,
+    list_jobs,
+    load_job,
+    new_job_id,
+    read_events,
+    write_job,
 )
 
 

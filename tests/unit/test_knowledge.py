@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 
 from helix_engine.cli import main
 from helix_engine.knowledge import cards

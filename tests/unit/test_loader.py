@@ -186,7 +186,8 @@ def test_standalone_uses_metadata_api(tmp_path: Path) -> None:
     ("source", "needle"),
     [
         ("# api-name: op\ndef not_main(api): pass\n", "test_op.py: main: the hook is missing"),
-        ("# api-name: op\n# api-kind: tilelang-wrapper\ndef main(api): pass\n", "test_op.py: api-kind: unknown api-kind 'tilelang-wrapper'"),
+        ("# api-name: op\n# api-kind: tilelang-wrapper\ndef main(api): pass\n",
+         "test_op.py: api-kind: unknown api-kind 'tilelang-wrapper'"),
         ("# test-mode: standalone\ndef main(api): pass\n", "test_op.py: api-name: the header names no operator API"),
         ("# api-name: nope\ndef main(api): pass\n", "test_op.py: api-name: the operator defines no 'nope'"),
     ],

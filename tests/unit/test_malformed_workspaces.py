@@ -16,15 +16,15 @@ from helix_engine.status import operator_status, render
 from helix_engine.workspace.snapshot import load_workspace, reload
 from tests.builders import (
     Case,
+    NoteRound,
     RoundSpec,
     build_workspace,
     opt_note_text,
-    NoteRound,
     perf_text,
+    workflow_state,
     write_operator,
     write_perf,
     write_workflow_state,
-    workflow_state,
 )
 
 ROOT = Path(__file__).resolve().parents[2]

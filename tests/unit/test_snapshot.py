@@ -19,13 +19,11 @@ from tests.builders import (
     expected_avg_improvement_pct,
     expected_geomean,
     opt_note_text,
-    write_baseline,
-    write_opt_note,
+    workflow_state,
     write_operator,
+    write_opt_note,
     write_perf,
     write_round,
-    write_workflow_state,
-    workflow_state,
 )
 
 BASE = {"a": 10.0, "b": 20.0}

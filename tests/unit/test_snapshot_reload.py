@@ -11,15 +11,15 @@ import pytest
 from helix_engine.workspace import reading
 from helix_engine.workspace.snapshot import load_workspace, reload
 from tests.builders import (
+    NoteRound,
     RoundSpec,
     build_workspace,
     opt_note_text,
-    NoteRound,
+    workflow_state,
     write_opt_note,
     write_perf,
     write_round,
     write_workflow_state,
-    workflow_state,
 )
 
 BASE = {"a": 10.0, "b": 20.0}
