@@ -118,8 +118,9 @@ def aggregate_chunks(path: Path, report: CsvReadReport, columns: Sequence[str], 
     The rows hold `ROW` and each of ``columns`` that the header has, as the raw cells (strings,
     null when empty; read them with `text` and `number`; for a repeated name, its first column).
     ``report.header`` is set before ``queries`` first runs. ``root``: the folder the file must stay
-    inside (default: its workspace, see `owning_workspace`; a final symbolic link is never followed). ``required`` columns must all be present; each group in
-    ``any_of`` needs one. Problems go to ``report``; a chunk without rows yields nothing.
+    inside (default: its workspace, see `owning_workspace`; a final symbolic link is never followed).
+    ``required`` columns must all be present; each group in ``any_of`` needs one. Problems go to
+    ``report``; a chunk without rows yields nothing.
     """
     path = Path(path)
     root = owning_workspace(path) if root is None else root

@@ -31,7 +31,7 @@ from helix_engine.state.baseline import baseline_gate_issues
 from helix_engine.state.submit_check import submit_inputs
 from helix_engine.workspace import files, layout
 from helix_engine.workspace.md_attempts import StateUpdate
-from helix_engine.workspace.models import RoundState
+from helix_engine.workspace.models import AnalysisPolicy, RoundState, RoundStrategy
 from helix_engine.workspace.reading import shown
 
 Payload = tuple[dict[str, Any], int]
@@ -158,7 +158,7 @@ class _Started:
     created: bool
 
 
-def _start_locked(path: Path, round_dir: Path, strategy: str, policy: str, why: str,
+def _start_locked(path: Path, round_dir: Path, strategy: RoundStrategy, policy: AnalysisPolicy, why: str,
                   parent_arg: str | None) -> _Started:
     state = workflow.load_workflow(path)
     workspace = round_dir.parent
@@ -259,10 +259,14 @@ def _set_locked(path: Path, why: str, strategy_arg: str | None, policy_arg: str 
     if entry.status != "active":
         raise ValueError(f"cannot update non-active round opt-round-{n}")
     existing = entry.strategy_state
-    if existing is None and (strategy_arg is None or policy_arg is None):
-        raise ValueError("legacy active round is missing strategy_state; provide both --round-strategy and --analysis-policy")
-    new_strategy = workflow.validate_strategy(strategy_arg) if strategy_arg is not None else existing.round_strategy  # type: ignore[union-attr]
-    new_policy = workflow.validate_policy(policy_arg) if policy_arg is not None else existing.analysis_policy  # type: ignore[union-attr]
+    if existing is None:
+        if strategy_arg is None or policy_arg is None:
+            raise ValueError("legacy active round is missing strategy_state; provide both --round-strategy and "
+                             "--analysis-policy")
+        new_strategy, new_policy = workflow.validate_strategy(strategy_arg), workflow.validate_policy(policy_arg)
+    else:
+        new_strategy = workflow.validate_strategy(strategy_arg) if strategy_arg is not None else existing.round_strategy
+        new_policy = workflow.validate_policy(policy_arg) if policy_arg is not None else existing.analysis_policy
     old_strategy = existing.round_strategy if existing else new_strategy
     old_policy = existing.analysis_policy if existing else new_policy
     if existing is not None:

@@ -22,8 +22,11 @@ from helix_engine.workspace.md_attempts import StateUpdate, state_update_append_
 from helix_engine.workspace.models import (
     ANALYSIS_POLICIES,
     ROUND_STRATEGIES,
+    AnalysisPolicy,
     RoundEntry,
+    RoundStrategy,
     StrategyState,
+    StrategyUpdater,
     WorkflowState,
 )
 from helix_engine.workspace.reading import (
@@ -167,18 +170,20 @@ def parse_round_dir_name(name: str) -> int:
     return number
 
 
-def validate_strategy(value: str) -> str:
+def validate_strategy(value: str) -> RoundStrategy:
     normalized = value.strip()
-    if normalized not in ROUND_STRATEGIES:
-        raise ValueError(f"unknown round_strategy: {value!r} (choose one of {', '.join(ROUND_STRATEGIES)})")
-    return normalized
+    for strategy in ROUND_STRATEGIES:
+        if strategy == normalized:
+            return strategy
+    raise ValueError(f"unknown round_strategy: {value!r} (choose one of {', '.join(ROUND_STRATEGIES)})")
 
 
-def validate_policy(value: str) -> str:
+def validate_policy(value: str) -> AnalysisPolicy:
     normalized = value.strip()
-    if normalized not in ANALYSIS_POLICIES:
-        raise ValueError(f"unknown analysis_policy: {value!r} (choose one of {', '.join(ANALYSIS_POLICIES)})")
-    return normalized
+    for policy in ANALYSIS_POLICIES:
+        if policy == normalized:
+            return policy
+    raise ValueError(f"unknown analysis_policy: {value!r} (choose one of {', '.join(ANALYSIS_POLICIES)})")
 
 
 def validate_reason(value: str | None) -> str:
@@ -204,13 +209,14 @@ def transition_warnings(previous_strategy: str, strategy: str, policy: str) -> l
     return warnings + combination_warnings(strategy, policy)
 
 
-def strategy_state(strategy: str, policy: str, reason: str, updated_by: str) -> StrategyState:
+def strategy_state(strategy: RoundStrategy, policy: AnalysisPolicy, reason: str,
+                   updated_by: StrategyUpdater) -> StrategyState:
     return StrategyState(
-        round_strategy=strategy,  # type: ignore[arg-type]
-        analysis_policy=policy,  # type: ignore[arg-type]
+        round_strategy=strategy,
+        analysis_policy=policy,
         reason=reason,
         updated_at=utc_now(),
-        updated_by=updated_by,  # type: ignore[arg-type]
+        updated_by=updated_by,
     )
 
 

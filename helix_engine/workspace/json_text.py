@@ -50,20 +50,20 @@ def loads(text: str) -> Any:
 def _duplicate_line(text: str, key: str) -> int | None:
     """The line of the second ``key`` in the object that repeats it (rare path: a pure-Python
     parse to learn where that object starts, then a scan of its top level)."""
-    from json.scanner import py_make_scanner
+    from json.scanner import py_make_scanner  # type: ignore[attr-defined]  # pure-Python scanner, not in typeshed
 
     decoder = json.JSONDecoder(object_pairs_hook=no_duplicates)
 
     def parse_object(s_and_end: tuple[str, int], *args: Any) -> Any:
         try:
-            return json.decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined]
+            return json.decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined]  # not in typeshed
         except DuplicateKey as exc:
             if exc.start is None:
                 exc.start = s_and_end[1]
             raise
 
-    decoder.parse_object = parse_object  # type: ignore[method-assign]
-    decoder.scan_once = py_make_scanner(decoder)  # type: ignore[attr-defined]
+    decoder.parse_object = parse_object  # type: ignore[attr-defined]  # set by JSONDecoder.__init__, not in typeshed
+    decoder.scan_once = py_make_scanner(decoder)  # type: ignore[attr-defined]  # as parse_object
     try:
         decoder.decode(text)
     except DuplicateKey as exc:
@@ -77,7 +77,7 @@ def _duplicate_line(text: str, key: str) -> int | None:
         ch = text[i]
         if ch == '"':
             try:
-                value, end = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+                value, end = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]  # not in typeshed
             except ValueError:
                 return None
             j = end

@@ -22,7 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from helix_engine.perf.results import CaseEvaluation as CaseDelta  # noqa: F401
 from helix_engine.perf.results import Promotion, RoundPromotion  # noqa: F401
 from helix_engine.perf.results import RoundEvaluation as Comparison
-from helix_engine.workspace.vocabulary import ANALYSIS_POLICIES, ROUND_STRATEGIES  # noqa: F401
+from helix_engine.workspace.vocabulary import (  # noqa: F401 - the tuples are re-exported
+    ANALYSIS_POLICIES,
+    ROUND_STRATEGIES,
+    AnalysisPolicy,
+    RoundStrategy,
+)
 
 if TYPE_CHECKING:
     from helix_engine.workspace.status_rules import Evaluation as WorkspaceEvaluation
@@ -180,16 +185,15 @@ class RoundState(_FileModel):
 # ------------------------------------------------------------------------- .helix/state.json
 
 
+StrategyUpdater = Literal["start-round", "set-current-round-state"]
+
+
 class StrategyState(_FileModel):
-    round_strategy: Literal[
-        "exploration", "structural_change", "focused_tuning", "stabilization", "plateau_review"
-    ]
-    analysis_policy: Literal[
-        "pattern_entry", "profile_required", "ir_required", "compiler_source_required"
-    ]
+    round_strategy: RoundStrategy
+    analysis_policy: AnalysisPolicy
     reason: str
     updated_at: str
-    updated_by: Literal["start-round", "set-current-round-state"]
+    updated_by: StrategyUpdater
 
     @field_validator("reason")
     @classmethod

@@ -22,7 +22,7 @@ import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -340,7 +340,7 @@ def read_text_safe(path: Path, workspace: Path | None, *,
     return decode_text(data or b"", shown(path, workspace))
 
 
-def open_workspace_file(path: Path, workspace: Path | None) -> BinaryIO:
+def open_workspace_file(path: Path, workspace: Path | None) -> io.BufferedReader:
     """A binary file object on a checked descriptor, for streaming readers (job events paged
     by offset, big profiler CSVs, log tails); wrap it in ``io.TextIOWrapper`` for text.
     Raises UnreadableFile; the caller caps what it reads."""

@@ -161,7 +161,7 @@ def _load(path: Path) -> WorkspaceSnapshot:
     dirs: dict[int, Path] = _guard(internal, ".", lambda: _load_layout(snap), {})
     _guard(internal, layout.BASELINE_DIR, lambda: _set_baseline(snap), None)
     for n, rdir in sorted(dirs.items()):
-        _guard(internal, rdir.name, lambda n=n, rdir=rdir: _set_round(snap, n, rdir), None)  # type: ignore[misc]
+        _guard(internal, rdir.name, functools.partial(_set_round, snap, n, rdir), None)
     _guard(internal, layout.OPT_NOTE, lambda: _set_opt_note(snap), None)
     _guard(internal, ".helix/state.json", lambda: _set_workflow(snap), None)
     _guard(internal, VERIFY_DIR, lambda: _set_verify(snap), None)
@@ -239,7 +239,7 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
     for n, rdir in sorted(dirs.items()):
         if n in rounds_to_read or n not in new.rounds:
             owned.add(n)
-            _guard(internal, rdir.name, lambda n=n, rdir=rdir: _set_round(new, n, rdir), None)  # type: ignore[misc]
+            _guard(internal, rdir.name, functools.partial(_set_round, new, n, rdir), None)
     if "opt_note" in parts:
         _guard(internal, layout.OPT_NOTE, lambda: _set_opt_note(new), None)
     if "workflow" in parts:
@@ -366,7 +366,7 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
         entry = wf_rounds.get(str(n)) if wf_rounds else None
         recorded = entry.parent_round if entry is not None else None
         parent, parent_problem = _normalize_parent(view, existing, recorded)
-        workflow_status = entry.status if entry is not None else None
+        workflow_status: str | None = entry.status if entry is not None else None
         problems = list(file_problems.get(n, ()))
         if parent_problem is not None:
             problems.append(parent_problem)
@@ -379,7 +379,7 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
                                     "completed round (artifacts or passed statuses missing); re-run "
                                     "submit-round for it", severity="warning"))
         target = targets.get(n)
-        if base_key is not None and (target is not None or view.perf_file is not None):
+        if base_perf is not None and base_key is not None and (target is not None or view.perf_file is not None):
             inputs = (target, view.perf_file, base_perf, base_key)
             found = previous_checks.get(n)
             if found is None or found[0] != inputs:
@@ -389,7 +389,7 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
             target_elsewhere, perf_is_baseline = found[1]
             if target_elsewhere:
                 problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "comparison_target_path does not "
-                                        f"point to the baseline perf file ({shown(base_perf, snap.root)}); "  # type: ignore[arg-type]
+                                        f"point to the baseline perf file ({shown(base_perf, snap.root)}); "
                                         "canonical comparisons always use the baseline", severity="warning"))
             if perf_is_baseline:
                 problems.append(Problem(f"{view.name}/{layout.ROUND_STATE}", "perf_artifact is the baseline's "
@@ -429,7 +429,7 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
         view.comparison, view.promotion, view.problems = comparison, promotion, problems
     snap.best_round = evaluation.best_round
     snap.logged_best = evaluation.logged.value
-    problems: list[Problem] = []
+    problems = []
     problems += snap.extra.get("layout_problems", [])
     if snap.baseline is not None:
         problems += snap.baseline.problems

@@ -10,7 +10,7 @@ Problem that says what to do, for the UI and ``problems``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -374,7 +374,7 @@ class Evaluation:
         return self.results[self.best_round].comparison
 
 
-def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] | None = None,
+def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str | None] | None = None,
              noise_margin: float | NoiseMargins | None = None) -> Evaluation:
     """Apply the upstream status rules to a loaded snapshot (``metric`` = the ``-m`` value), then
     the promotion rule. ``statuses`` overrides workflow statuses (submit-round records round N's
@@ -427,7 +427,8 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: dict[int, str] |
     if best is not None:
         state = "ok"
         label = f"round-{best}"
-        best_geo = results[best].comparison.geomean_speedup  # type: ignore[union-attr]
+        ranked_by = results[best].comparison  # a ranked round has one
+        best_geo = ranked_by.geomean_speedup if ranked_by is not None else None
         # upstream warns when the logged best is not the highest geomean; helix's ledger logs the
         # promotion rule's best (a noise-level round can top the geomean), so that is no mismatch
         if logged.value is not None and logged.value not in (label, promotion.best_label) and best_geo is not None:
@@ -511,7 +512,7 @@ def _judge_round(snap: Any, view: RoundView, note: str | None, base_records: lis
 
 
 def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], skipped: dict[int, str],
-             base_records: list[PerfRecord], statuses: dict[int, str],
+             base_records: list[PerfRecord], statuses: Mapping[int, str | None],
              noise_margin: float | NoiseMargins, memo: EvaluationMemo | None = None,
              previous: EvaluationMemo | None = None) -> Promotion:
     """The promotion rule over every round: eligible when the status rules compared it and no

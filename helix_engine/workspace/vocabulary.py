@@ -4,17 +4,21 @@ not import (or build) the models to do so."""
 
 from __future__ import annotations
 
-ROUND_STRATEGIES: tuple[str, ...] = (
+from typing import Literal, get_args
+
+RoundStrategy = Literal[
     "exploration",
     "structural_change",
     "focused_tuning",
     "stabilization",
     "plateau_review",
-)
+]
 #: Ordered from shallowest to deepest.
-ANALYSIS_POLICIES: tuple[str, ...] = (
+AnalysisPolicy = Literal[
     "pattern_entry",
     "profile_required",
     "ir_required",
     "compiler_source_required",
-)
+]
+ROUND_STRATEGIES: tuple[RoundStrategy, ...] = get_args(RoundStrategy)
+ANALYSIS_POLICIES: tuple[AnalysisPolicy, ...] = get_args(AnalysisPolicy)
