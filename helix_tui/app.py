@@ -9,15 +9,15 @@ calls the same engine function as the CLI; the UI shows results it read back fro
 from __future__ import annotations
 
 import argparse
-import sys
 import asyncio
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from textual import on, work
 from textual.app import App
-from textual.notifications import SeverityLevel
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.widgets import TabbedContent, Tree
 
@@ -26,8 +26,8 @@ from helix_engine.watch import WatchBatch, watch_workspace
 from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui import actions, hangup, render, views
 from helix_tui.commands import CockpitAction, HelixCommands, display_key
-from helix_tui.key_actions import KeyActions
 from helix_tui.jobs_state import JobTracker
+from helix_tui.key_actions import KeyActions
 from helix_tui.messages import (
     ActionFailed,
     ActionFinished,
@@ -138,7 +138,10 @@ class HelixApp(KeyActions, App[int]):
 
     @property
     def main(self) -> MainScreen:
-        return self._main
+        main = self._main
+        if main is None:  # Textual asks for the default screen before any handler or action runs
+            raise RuntimeError("the cockpit's main screen does not exist yet")
+        return main
 
     @property
     def ready(self) -> bool:
@@ -322,7 +325,7 @@ class HelixApp(KeyActions, App[int]):
         self.notify(text, title=message.title, severity="information" if message.exit_code == 0 else "warning")
 
     def on_action_failed(self, message: ActionFailed) -> None:
-        severity = "warning" if message.severity == "warning" else "error"
+        severity: SeverityLevel = "warning" if message.severity == "warning" else "error"
         self.notify(message.message, title=message.title, severity=severity, timeout=10)
 
     @on(Tree.NodeHighlighted, "#tree")
@@ -448,17 +451,19 @@ def run_cockpit(argv: list[str]) -> int:
     path = _enclosing_workspace(Path(args.workspace))
     found = find_workspaces(path)
     if not found:
-        print(f"error: {path} is not an operator workspace and holds none; run helix in a workspace folder, or `helix demo` to make one", file=sys.stderr)
+        print(f"error: {path} is not an operator workspace and holds none; run helix in a workspace folder, or "
+              "`helix demo` to make one", file=sys.stderr)
         return 1
-    chosen: Path | None = found[0]
+    chosen = found[0]
     fleet_folder: Path | None = None
     if len(found) > 1:
         from helix_tui.screens.picker import PickerApp
 
         fleet_folder = path
-        chosen = PickerApp(found).run()
-        if chosen is None:
+        picked = PickerApp(found).run()
+        if picked is None:
             return 0
+        chosen = picked
     while True:  # W in the cockpit picks another workspace: open it next
         app = HelixApp(chosen, watch=not args.no_watch, fleet_folder=fleet_folder)
         result = app.run()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -76,11 +77,11 @@ def load_keymap(path: Path | None = None) -> tuple[Keymap, str | None]:
 
 def parse_keymap(text: str, known: Iterable[str]) -> Keymap:
     """``id = "keys"`` lines → {id: keys}; raises ValueError with a sentence for a bad file."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # Python 3.10
+    else:
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib
         except ModuleNotFoundError:
             raise ValueError("reading TOML needs Python 3.11 or the tomli package (pip install tomli)") from None
     try:

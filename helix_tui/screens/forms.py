@@ -26,6 +26,7 @@ from helix_engine.workspace.models import (
     ANALYSIS_POLICIES,
     ROUND_STRATEGIES,
     StrategyState,
+    WorkflowState,
     WorkspaceSnapshot,
 )
 from helix_tui import actions
@@ -78,7 +79,8 @@ class EngineForm(ModalScreen[None]):
 
     DEFAULT_CSS = """
     EngineForm { align: center middle; }
-    EngineForm > VerticalScroll { width: 90%; max-width: 100; height: 90%; border: round $accent; background: $surface; padding: 0 1; }
+    EngineForm > VerticalScroll { width: 90%; max-width: 100; height: 90%; border: round $accent; background: $surface;
+                                  padding: 0 1; }
     EngineForm Label { margin-top: 1; color: $text-muted; }
     EngineForm Input, EngineForm Select { background: $boost; }
     EngineForm Button { margin-right: 2; }
@@ -300,6 +302,7 @@ def current_strategy(snap: WorkspaceSnapshot) -> StrategyState | None:
     have seen a change made a moment ago)."""
     from helix_engine.state import workflow
 
+    wf: WorkflowState | None
     try:
         wf = workflow.load_workflow(workflow.state_path(snap.root))
     except (FileNotFoundError, ValueError):

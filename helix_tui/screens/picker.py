@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -22,13 +23,16 @@ from textual.widgets import DataTable, Footer, Static
 
 from helix_tui.render import plain
 
+if TYPE_CHECKING:
+    from helix_engine.fleet import FleetRow
+
 COLUMNS = ("workspace", "phase", "best", "geomean vs baseline", "running jobs", "changed")
 
 
 class FleetRowLoaded(Message):
-    def __init__(self, index: int, row: object) -> None:
+    def __init__(self, index: int, row: FleetRow | str) -> None:
         super().__init__()
-        self.index, self.row = index, row  # row: helix_engine.fleet.FleetRow, or a sentence
+        self.index, self.row = index, row  # the workspace's row, or a sentence saying why there is none
 
 
 class FleetListed(Message):
@@ -97,7 +101,7 @@ class FleetScreen(Screen[Path | None]):
 
         for i, path in enumerate(workspaces):
             try:
-                row: object = load_row(path)
+                row: FleetRow | str = load_row(path)
             except Exception as exc:  # noqa: BLE001 - one unreadable workspace must not hide the others
                 row = f"cannot read it: {exc}"
             self.post_message(FleetRowLoaded(i, row))
@@ -111,9 +115,9 @@ class FleetScreen(Screen[Path | None]):
         if isinstance(row, str):
             cells = [plain(row, "red"), plain(""), plain(""), plain(""), plain("")]
         else:
-            cells = [plain(phase_text(row)), plain(row.best_round, "bold green" if row.best_geomean else ""),  # type: ignore[attr-defined]
-                     plain(geomean_text(row.best_geomean)), plain(jobs_text(row), "cyan" if row.running else ""),  # type: ignore[attr-defined]
-                     plain(age_text(row.last_change, time.time()))]  # type: ignore[attr-defined]
+            cells = [plain(phase_text(row)), plain(row.best_round, "bold green" if row.best_geomean else ""),
+                     plain(geomean_text(row.best_geomean)), plain(jobs_text(row), "cyan" if row.running else ""),
+                     plain(age_text(row.last_change, time.time()))]
         try:
             for column, cell in zip(table.ordered_columns[1:], cells, strict=True):
                 table.update_cell(key, column.key, cell)

@@ -10,8 +10,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
-from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_engine.sanitize import clean
+from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui.render import all_problems, plain
 
 

@@ -95,7 +95,8 @@ class SubmitRoundScreen(EngineForm):
         yield Label("Benchmark status")
         yield Select([(s, s) for s in STATUSES], value=p.benchmark_status, allow_blank=False, id="benchmark", compact=True)
         yield Label("Effective metric source")
-        yield Select([(s, s) for s in METRIC_SOURCES], value=p.effective_metric_source, allow_blank=False, id="metric", compact=True)
+        yield Select([(s, s) for s in METRIC_SOURCES], value=p.effective_metric_source, allow_blank=False, id="metric",
+                     compact=True)
         yield Static("checking the round…", id="check", classes="hint")
 
     def on_mount(self) -> None:  # (EngineForm.on_mount, which sets the focus, runs too)

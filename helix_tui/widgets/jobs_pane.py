@@ -15,8 +15,8 @@ from textual.widgets import DataTable, Log, ProgressBar, Static
 from helix_engine.jobs import summary
 from helix_engine.sanitize import clean
 from helix_tui import render
-from helix_tui.render import plain
 from helix_tui.jobs_state import MAX_LOG_LINES, CaseRow, JobLive, JobTracker
+from helix_tui.render import plain
 
 #: The live column: compare-perf's per-case speedup (ratio of means) against the baseline.
 LIVE_COLUMN = "speedup (mean)"

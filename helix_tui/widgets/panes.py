@@ -9,8 +9,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, OptionList, Static
 
 from helix_engine.console import fmt_avg_change, fmt_relative
-from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_engine.sanitize import clean
+from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui import render
 from helix_tui.render import plain
 from helix_tui.views import SPEEDUP_COLUMN, PerfView, comparison_rows, exact_row, record_rows
