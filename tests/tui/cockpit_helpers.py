@@ -26,7 +26,8 @@ def make_workspace(root: Path, *, active_round: bool = False) -> Path:
         rounds=[RoundSpec(ROUND_1, theme="hoist mask"), RoundSpec(ROUND_2, parent="opt-round-1", theme="bigger block")],
     )
     if active_round:
-        write_round(ws, 3, RoundSpec({"fp16_1024": 7.0, "fp16_4096": 9.0, "fp32_4096": 29.0}, parent="opt-round-2", state=False, block=1024))
+        write_round(ws, 3, RoundSpec({"fp16_1024": 7.0, "fp16_4096": 9.0, "fp32_4096": 29.0}, parent="opt-round-2",
+                                     state=False, block=1024))
         write_workflow_state(ws, workflow_state(phase="round_active", current_round=3,
                                                 rounds={1: "passed", 2: "passed", 3: "active"}))
     return ws

@@ -11,9 +11,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from cockpit_helpers import settle, wait_for
 
 from helix_tui.app import HelixApp
+
+from cockpit_helpers import settle, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_AGENT = ROOT / "tests" / "fixtures" / "agent" / "fake_agent.py"

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from textual.widgets import OptionList
 
-from cockpit_helpers import settle, wait_for
 from helix_tui.app import HelixApp
+
+from cockpit_helpers import settle, wait_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

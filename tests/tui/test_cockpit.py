@@ -14,9 +14,9 @@ from textual.widgets import DataTable, Input, Select, SelectionList, Static, Tab
 from helix_tui import actions
 from helix_tui.app import HelixApp
 from helix_tui.screens.forms import SetRoundStateScreen, StartRoundScreen
-from helix_tui.screens.submit import SubmitRoundScreen
 from helix_tui.screens.help import HelpScreen
 from helix_tui.screens.problems import ProblemsScreen
+from helix_tui.screens.submit import SubmitRoundScreen
 
 from cockpit_helpers import settle, wait_for
 
@@ -367,7 +367,8 @@ async def test_help_problems_and_refresh(ws: Path) -> None:
         assert any(r[0] == "opt-round-1" and "round-state.json" in r[2] + r[4] for r in rows)
         await pilot.press("escape")
         (ws / "opt-round-1" / "round-state.json").write_text(
-            json.dumps(json.loads((ws / "opt-round-2" / "round-state.json").read_text()) | {"round": "opt-round-1", "parent_round": "baseline"}))
+            json.dumps(json.loads((ws / "opt-round-2" / "round-state.json").read_text())
+                       | {"round": "opt-round-1", "parent_round": "baseline"}))
         await pilot.press("r")
         assert await wait_for(pilot, lambda: "!" not in str(app.main.query_one("#tree").nodes_by_key["opt-round-1"].label))
 

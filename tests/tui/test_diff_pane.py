@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from builders import RoundSpec, build_workspace
-from cockpit_helpers import settle, wait_for
 from rich.console import Console
 from textual.geometry import Region
 from textual.widgets import Static
 
 from helix_tui.app import HelixApp
 from helix_tui.widgets.diff_text import CONTINUATION, DiffText
+
+from builders import RoundSpec, build_workspace
+from cockpit_helpers import settle, wait_for
 
 LONG = "    # " + " ".join(f"word{i:02d}" for i in range(40))  # ~240 columns: wraps at 80
 

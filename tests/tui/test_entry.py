@@ -7,9 +7,10 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from cockpit_helpers import make_workspace
 from helix_tui.app import run_cockpit
 from helix_tui.screens.picker import PickerApp
+
+from cockpit_helpers import make_workspace
 
 
 def test_not_a_workspace_is_a_sentence_not_a_traceback(tmp_path: Path, capsys) -> None:  # noqa: ANN001

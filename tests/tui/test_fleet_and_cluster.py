@@ -7,14 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import build_workspace
-from cockpit_helpers import BASELINE, ROUND_1, ROUND_2, make_workspace, settle, wait_for
 from textual.widgets import DataTable, Static
 
 from helix_engine.fleet import geomean_text, load_row
 from helix_tui.app import HelixApp, run_cockpit
 from helix_tui.screens.cluster import NO_CLUSTER
 from helix_tui.screens.picker import FleetScreen, PickerApp
+
+from builders import build_workspace
+from cockpit_helpers import BASELINE, ROUND_1, ROUND_2, make_workspace, settle, wait_for
 
 
 def _cells(table: DataTable, row: int) -> list[str]:

@@ -8,13 +8,14 @@ import stat
 from pathlib import Path
 
 import pytest
-from builders import write_operator
-from cockpit_helpers import settle, wait_for
 from textual.command import CommandList
 from textual.widgets import Static
 
 from helix_tui.app import HelixApp
 from helix_tui.screens.forms import PrepareBaselineScreen
+
+from builders import write_operator
+from cockpit_helpers import settle, wait_for
 
 
 def said(app: HelixApp) -> str:

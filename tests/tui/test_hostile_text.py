@@ -20,10 +20,10 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from helix_tui.app import HelixApp  # noqa: E402
+
 from cockpit_helpers import settle, wait_for  # noqa: E402
 from hostile import JOB_ID, MARKUP, PAYLOAD, build_hostile_workspace  # noqa: E402
-
-from helix_tui.app import HelixApp  # noqa: E402
 
 #: Textual's own output: SGR styles and cursor moves (and nothing else).
 _OWN = re.compile(r"\x1b\[[0-9;]*[mHK]")

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable
 
-from cockpit_helpers import settle, wait_for
 from helix_tui.app import HelixApp
+
+from cockpit_helpers import settle, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

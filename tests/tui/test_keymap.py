@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from textual.widgets import TabbedContent
 
-from cockpit_helpers import settle, wait_for
 from helix_tui.app import HelixApp
 from helix_tui.commands import ACTIONS
 from helix_tui.keymap import binding_ids, load_keymap, parse_keymap
+
+from cockpit_helpers import settle, wait_for
 
 
 def said(app: HelixApp) -> str:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from textual.widgets import DataTable, ProgressBar, TabbedContent
 
+from helix_tui.app import HelixApp
+
 from builders import RoundSpec, write_perf, write_round
 from cockpit_helpers import ROUND_1, settle, wait_for
-from helix_tui.app import HelixApp
 
 CHILD = textwrap.dedent(
     """

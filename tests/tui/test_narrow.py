@@ -13,9 +13,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.markdown import Markdown
 
+from helix_tui.app import HelixApp
+
 from builders import RoundSpec, build_workspace
 from cockpit_helpers import settle, wait_for
-from helix_tui.app import HelixApp
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from textual.command import CommandList
 
-from cockpit_helpers import settle, wait_for
 from helix_tui.app import HelixApp
+
+from cockpit_helpers import settle, wait_for
 
 
 def _prompts(app: HelixApp) -> list[str]:

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from textual.widgets import OptionList
 
-from cockpit_helpers import settle, wait_for
 from helix_engine.knowledge.cards import load_card
 from helix_tui.app import HelixApp
 from helix_tui.screens.card import CardScreen
 from helix_tui.widgets.hotspots import HotspotsPane
+
+from cockpit_helpers import settle, wait_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cockpit_helpers import settle, wait_for
 from textual.widgets import Button, Select, SelectionList, Static
 
 from helix_tui.app import HelixApp
 from helix_tui.screens.submit import SubmitRoundScreen
+
+from cockpit_helpers import settle, wait_for
 
 
 def shown(widget) -> str:

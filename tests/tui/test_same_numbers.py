@@ -13,9 +13,10 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
+from helix_tui.app import HelixApp
+
 from builders import Case, RoundSpec, build_workspace
 from cockpit_helpers import settle, wait_for
-from helix_tui.app import HelixApp
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,9 +9,11 @@ import sys
 import threading
 from pathlib import Path
 
-from cockpit_helpers import settle, wait_for
-from helix_tui.app import HelixApp
 from test_live import CHILD, _start_job
+
+from helix_tui.app import HelixApp
+
+from cockpit_helpers import settle, wait_for
 
 WATCHED = {"attempts.md", "summary.md", "perf-analysis.md", "events.jsonl", "output.log"}
 

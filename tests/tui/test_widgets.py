@@ -7,11 +7,8 @@ import asyncio
 from pathlib import Path
 
 import pytest
-
 from textual.app import App, ComposeResult
 
-from builders import RoundSpec, build_workspace
-from cockpit_helpers import settle, wait_for
 from helix_engine.jobs.events import EventWriter
 from helix_engine.watch import (
     AttemptsAppended,
@@ -29,6 +26,9 @@ from helix_tui.app import HelixApp
 from helix_tui.jobs_state import JobLive, JobTracker
 from helix_tui.widgets.file_tail import FileTail
 from helix_tui.widgets.round_tree import MAX_DEPTH, RoundTree
+
+from builders import RoundSpec, build_workspace
+from cockpit_helpers import settle, wait_for
 
 
 class TailApp(App[None]):
@@ -166,7 +166,8 @@ def test_job_view_folds_events_and_caps_the_log(tmp_path: Path) -> None:
 
 
 async def test_round_tree_flattens_chains_and_keeps_orphans(tmp_path: Path) -> None:
-    specs = [RoundSpec({"a": 9.0})] + [RoundSpec({"a": 9.0 - n * 0.1}, parent=f"opt-round-{n}", block=8 << n) for n in range(1, 30)]
+    specs = [RoundSpec({"a": 9.0})] + [RoundSpec({"a": 9.0 - n * 0.1}, parent=f"opt-round-{n}", block=8 << n)
+                                       for n in range(1, 30)]
     specs.append(RoundSpec({"a": 5.0}, parent="opt-round-99", block=7))  # a missing parent
     ws = build_workspace(tmp_path, baseline={"a": 10.0}, rounds=specs)
     snap = load_workspace(ws)

@@ -15,10 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from state_fixtures import new_workspace
 
 from helix_engine.jobs.registry import list_jobs, load_job
 from helix_engine.jobs.runner import cancel_job
+
+from state_fixtures import new_workspace
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_AGENT = ROOT / "tests" / "fixtures" / "agent" / "fake_agent.py"

@@ -6,9 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from state_fixtures import BASELINE, new_workspace, put_round, read_json, scaled
 
 from helix_engine.state.checks import check_round, is_completed, is_terminal, load_round_state
+
+from state_fixtures import BASELINE, new_workspace, put_round, read_json, scaled
 
 
 @pytest.fixture()

@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-from state_fixtures import new_workspace, put_round, scaled, workflow_json
 
 from helix_engine.cli import main
 from helix_engine.state.lifecycle import (
@@ -26,6 +25,8 @@ from helix_engine.state.lifecycle import (
 from helix_engine.workspace import files
 from helix_engine.workspace.markdown import parse_opt_note
 from helix_engine.workspace.md_attempts import parse_state_updates
+
+from state_fixtures import new_workspace, put_round, scaled, workflow_json
 
 OLD = time.time() - 3600  # an hour: past files.TEMP_MAX_AGE_S
 START_ARGS = ("exploration", "pattern_entry", "tile the reduction")

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import expected_avg_improvement_pct, expected_geomean
-from state_fixtures import BASELINE, new_workspace, put_round, scaled
 
 from helix_engine.state.ledger import parent_label, result_text, update_ledger
 from helix_engine.state.lifecycle import start_round, submit_baseline, submit_round
 from helix_engine.workspace.markdown import parse_opt_note, parse_result_numbers, parse_speedup_text
+
+from builders import expected_avg_improvement_pct, expected_geomean
+from state_fixtures import BASELINE, new_workspace, put_round, scaled
 
 AGENT_NOTE = """\
 # Optimization notes for add

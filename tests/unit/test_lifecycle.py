@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import workflow_state, write_workflow_state
-from state_fixtures import new_workspace, put_round, read_json, scaled, workflow_json
 
 from helix_engine.state.guideline import HARD_RULES
 from helix_engine.state.lifecycle import set_current_round_state, start_round, submit_baseline, write_round_state
 from helix_engine.workspace.markdown import parse_state_updates
+
+from builders import workflow_state, write_workflow_state
+from state_fixtures import new_workspace, put_round, read_json, scaled, workflow_json
 
 PASS_KEYS = ["status", "round", "guideline", "hard_rules", "round_strategy", "analysis_policy", "reason"]
 #: helix's additions, after upstream's keys: the parent start-round recorded and the file to edit

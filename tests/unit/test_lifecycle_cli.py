@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from state_fixtures import new_workspace, put_round, scaled
 
 from helix_engine.workspace.markdown import parse_opt_note
+
+from state_fixtures import new_workspace, put_round, scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from state_fixtures import new_workspace, put_round, scaled, workflow_json
 
 from helix_engine.state.lifecycle import start_round, submit_baseline, submit_round
 from helix_engine.workspace import files
 from helix_engine.workspace.markdown import parse_opt_note
+
+from state_fixtures import new_workspace, put_round, scaled, workflow_json
 
 
 class Crash(BaseException):

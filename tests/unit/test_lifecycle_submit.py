@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import expected_avg_improvement_pct, expected_geomean
-from state_fixtures import BASELINE, new_workspace, put_round, scaled, workflow_json
 
 from helix_engine.state.lifecycle import start_round, submit_baseline, submit_round
 from helix_engine.workspace.markdown import parse_opt_note, parse_result_numbers, parse_speedup_text
+
+from builders import expected_avg_improvement_pct, expected_geomean
+from state_fixtures import BASELINE, new_workspace, put_round, scaled, workflow_json
 
 ROUND_KEYS = ["kind", "status", "issues", "guideline"]
 

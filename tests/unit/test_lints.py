@@ -124,9 +124,9 @@ def test_target_backend(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_lint_round_uses_the_workspace_backend(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
-    from state_fixtures import new_workspace, put_round, scaled
-
     from helix_engine.state.lints import lint_round
+
+    from state_fixtures import new_workspace, put_round, scaled
 
     monkeypatch.delenv("HELIX_BACKEND", raising=False)
     ws = new_workspace(tmp_path)

@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from state_fixtures import new_workspace, put_round, scaled, workflow_json
 
 from helix_engine.state.lifecycle import start_round, submit_baseline, submit_round
 from helix_engine.state.recovery import repair
 from helix_engine.workspace.snapshot import load_workspace
+
+from state_fixtures import new_workspace, put_round, scaled, workflow_json
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
-from state_fixtures import new_workspace, put_round, scaled
 
 from helix_engine.jobs.registry import JobInfo, job_dir, new_job_id, write_job
 from helix_engine.state import round_fill
+
+from state_fixtures import new_workspace, put_round, scaled
 
 
 def _job(ws: Path, kind: str, round_name: str, status: str, at: float) -> None:

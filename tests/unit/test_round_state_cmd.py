@@ -10,12 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from builders import write_perf
-from state_fixtures import new_workspace, put_round, scaled
 
 from helix_engine.cli import main
 from helix_engine.jobs.registry import JobInfo, job_dir, new_job_id, write_job
 from helix_engine.state.checks import inspect_round
+
+from builders import write_perf
+from state_fixtures import new_workspace, put_round, scaled
 
 
 def _round(ws: Path, n: int, cases: dict[str, Any] | None) -> Path:

@@ -28,14 +28,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from builders import RoundSpec, build_workspace
-from state_fixtures import new_workspace, put_round, scaled
 
 from helix_engine.sanitize import is_clean
 from helix_engine.state.lifecycle import start_round, submit_baseline, submit_round
 from helix_engine.status import collect, render
 from helix_engine.workspace.reading import open_workspace_file, read_bytes_safe, read_text_safe
 from helix_engine.workspace.snapshot import load_workspace, reload
+
+from builders import RoundSpec, build_workspace
+from state_fixtures import new_workspace, put_round, scaled
 
 T = TypeVar("T")
 LIMIT_S = 5.0

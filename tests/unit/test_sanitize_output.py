@@ -18,11 +18,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hostile import ESCAPES, FORBIDDEN, JOB_ID, MARKUP, PAYLOAD, build_hostile_workspace, hostile, leaks  # noqa: E402
-
 from helix_engine import cli  # noqa: E402
 from helix_engine.errors import HelixError  # noqa: E402
 from helix_engine.sanitize import SGR, GuardedStream, clean, clean_name, clean_output, guarded_stdio, is_clean  # noqa: E402
+
+from hostile import ESCAPES, FORBIDDEN, JOB_ID, MARKUP, PAYLOAD, build_hostile_workspace, hostile, leaks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 #: How the payload's window-title sequence reads once escaped.

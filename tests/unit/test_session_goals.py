@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from state_fixtures import new_workspace, put_round, scaled, workflow_json
 
 from helix_engine.cli import main
+
+from state_fixtures import new_workspace, put_round, scaled, workflow_json
 
 ROUND_KEYS = ["kind", "status", "issues", "guideline"]
 

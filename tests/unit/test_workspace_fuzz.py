@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from builders import RoundSpec, build_workspace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helix_engine.status import collect, render
 from helix_engine.workspace.snapshot import load_workspace, reload
+
+from builders import RoundSpec, build_workspace
 
 T = TypeVar("T")
 LIMIT_S = 5.0
