@@ -142,7 +142,7 @@ def _resolvable(samples: tuple[float, ...]) -> tuple[float, ...] | None:
     distinct sample set (the baseline's recur in every round's comparisons)."""
     if not all(map(math.isfinite, samples)) or min(samples) < MIN_TIME_US:
         return None
-    return tuple(float(v) for v in samples)
+    return tuple(map(float, samples))
 
 
 def _estimate(statistic: Statistic, point: float, dist: Any, sample_point: float,

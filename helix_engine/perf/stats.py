@@ -45,10 +45,10 @@ class SpeedupCI(NamedTuple):
 
 
 def _clean(samples: Sequence[float], what: str = "samples") -> list[float]:
-    values = [float(v) for v in samples]
+    values = list(map(float, samples))
     if not values:
         raise ValueError(f"no {what}: need at least one timing value")
-    if not all(math.isfinite(v) for v in values):
+    if not all(map(math.isfinite, values)):
         raise ValueError(f"{what} contain NaN or infinite values")
     return values
 

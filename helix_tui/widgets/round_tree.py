@@ -69,6 +69,25 @@ def _parent_number(parent: str) -> int | None:
     return key_round(parent)
 
 
+def children_by_parent(snap: WorkspaceSnapshot) -> dict[str | None, list[int]]:
+    """``snap.children(key)`` for every key at once (one pass, not one per node)."""
+    found: dict[str | None, list[int]] = {}
+    for n in sorted(snap.rounds):
+        found.setdefault(snap.rounds[n].parent, []).append(n)
+    return found
+
+
+def label_inputs(snap: WorkspaceSnapshot, key: str, best: int | None, current: int | None) -> tuple[object, ...]:
+    """Everything ``node_label`` reads for ``key``: the view (a reload keeps the same object for a
+    round it did not change), whether it is the best or the active round, whether its parent exists."""
+    n = key_round(key)
+    if n is None:
+        return (snap.baseline,)
+    view = snap.rounds[n]
+    parent = _parent_number(view.parent) if view.parent else None
+    return (view, best == n, current == n, parent is None or parent in snap.rounds)
+
+
 def unknown_parent(snap: WorkspaceSnapshot, n: int) -> bool:
     """Neither round-state.json nor start-round names the parent: "baseline" is a default, not a fact."""
     return not snap.rounds[n].parent_source
@@ -94,17 +113,25 @@ class RoundTree(Tree[str]):
         self._shape: tuple[tuple[int, str | None, bool], ...] | None = None
         self._wanted: str | None = None
         self._settling = False  # after a rebuild: swallow cursor jumps until the wanted node is back
+        self._labelled: dict[str, tuple[object, ...]] = {}  # key -> what its label was drawn from
+        self._children: dict[str | None, list[int]] = {}  # parent key -> its rounds (snap.children, indexed)
 
     def show(self, snap: WorkspaceSnapshot, selected: str) -> None:
         """Render ``snap``; keep the cursor on ``selected``."""
         new_shape = shape(snap)
         if new_shape == self._shape and self.nodes_by_key:
+            best, current = snap.promoted_best_round, render.current_round(snap)
             for key, node in self.nodes_by_key.items():
                 n = key_round(key)
                 if n is None or n in snap.rounds:
-                    node.set_label(node_label(snap, key, name_parent=key in self._named_parent))
+                    inputs = label_inputs(snap, key, best, current)
+                    if self._labelled.get(key) != inputs:  # a reload keeps an unchanged round's view
+                        self._labelled[key] = inputs
+                        node.set_label(node_label(snap, key, name_parent=key in self._named_parent))
             return
         self._shape = new_shape
+        self._labelled = {}
+        self._children = children_by_parent(snap)
         self._settling = True
         self.clear()
         self.nodes_by_key = {}
@@ -122,7 +149,7 @@ class RoundTree(Tree[str]):
         self.focus_key(selected if selected in self.nodes_by_key else BASELINE)
 
     def _kids(self, snap: WorkspaceSnapshot, key: str, placed: set[int]) -> list[int]:
-        kids = [n for n in snap.children(key) if n not in placed]
+        kids = [n for n in self._children.get(key, ()) if n not in placed]
         placed.update(kids)
         return kids
 
@@ -131,6 +158,7 @@ class RoundTree(Tree[str]):
         label = node_label(snap, key, name_parent=name_parent)
         node = container.add_leaf(label, data=key) if leaf else container.add(label, data=key, expand=True)
         self.nodes_by_key[key] = node
+        self._labelled[key] = label_inputs(snap, key, snap.promoted_best_round, render.current_round(snap))
         if name_parent:
             self._named_parent.add(key)
         return node
