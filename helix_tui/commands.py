@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 
@@ -71,7 +71,7 @@ def display_key(key: str) -> str:
     return "/".join(KEY_NAMES.get(k, k) for k in key.split(","))
 
 
-def bindings() -> list[Binding]:
+def bindings() -> list[BindingType]:
     """Bindings for the main screen (not the App, so a form's keys never start a job)."""
     return [
         Binding(a.key, f"app.{a.action}", a.footer or a.title, show=a.footer is not None,

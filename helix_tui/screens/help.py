@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -38,7 +39,8 @@ class HelpScreen(ModalScreen[None]):
 
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 90%; max-width: 110; height: 90%; border: round $accent; padding: 0 1; background: $surface; }
+    HelpScreen > VerticalScroll { width: 90%; max-width: 110; height: 90%; border: round $accent; padding: 0 1;
+                                  background: $surface; }
     """
 
     def compose(self) -> ComposeResult:
