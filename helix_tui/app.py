@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
+import gc
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +60,17 @@ def _notes_only(batch: WatchBatch) -> bool:
     return bool(batch.snapshot_paths) and all(p.name in NOTE_FILES for p in batch.snapshot_paths)
 
 
+_FREEZE_REGISTERED: list[bool] = []
+
+
+def _freeze_at_exit() -> None:
+    """At interpreter exit, move every object out of the collector's reach before the final
+    collection walks them all: a cockpit on a 200-round workspace spent 0.3 s quitting in it."""
+    if not _FREEZE_REGISTERED:
+        _FREEZE_REGISTERED.append(True)
+        atexit.register(gc.freeze)
+
+
 def css_path() -> Path:
     """cockpit.tcss, relative to the styles package: helix_tui/styles/ once installed (the wheel
     maps styles/ there), styles/ at the top of a source checkout."""
@@ -84,6 +97,7 @@ class HelixApp(KeyActions, App[int]):
     def __init__(self, workspace: Path, *, watch: bool = True, job_poll_s: float = JOB_POLL_S,
                  fleet_folder: Path | None = None) -> None:
         super().__init__()
+        _freeze_at_exit()
         self.workspace = Path(workspace).resolve()
         #: the folder W lists (the folder the picker was opened on, else the workspace's parent)
         self.fleet_folder = Path(fleet_folder).resolve() if fleet_folder is not None else self.workspace.parent
