@@ -42,6 +42,7 @@ VERIFY_DIR = "opt-verify"
 _FOREIGN_PERF = "foreign_perf"  # extra: round -> its perf file, when not directly in its own folder
 _PER_ROUND = ("round_file_problems", "round_state_notes", "round_targets", _FOREIGN_PERF)
 _SAME_FILE = "same_file_checks"  # extra: round -> (its paths, baseline perf and its identity), (results)
+_ROUND_LINES = "round_lines"  # extra: (context, round -> parent, source, workflow status, problems)
 
 
 def _guard(snap_problems: list[Problem], what: str, fn: Callable[[], T], default: T) -> T:
@@ -362,7 +363,17 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     checks: dict[int, tuple[tuple[Any, ...], tuple[bool, bool]]] = {}
     derived: list[Problem] = []
     per_round: dict[int, tuple[str, str, str | None, list[Problem]]] = {}
+    # what a round's line below reads besides its own files: unchanged (and the same rounds), a
+    # reload reuses the lines of the rounds it did not re-read
+    context = (wf, base_perf, base_key, frozenset(snap.rounds))
+    before = snap.extra.get(_ROUND_LINES)
+    reusable = before[1] if owned is not None and before is not None and before[0] == context else {}
     for n, view in snap.rounds.items():
+        if n in reusable and n not in owned:  # type: ignore[operator]
+            per_round[n] = reusable[n]
+            if n in previous_checks:
+                checks[n] = previous_checks[n]
+            continue
         entry = wf_rounds.get(str(n)) if wf_rounds else None
         recorded = entry.parent_round if entry is not None else None
         parent, parent_problem = _normalize_parent(view, existing, recorded)
@@ -398,6 +409,7 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
         source = "round-state" if view.state is not None else ("start-round" if recorded else "")
         per_round[n] = (parent, source, workflow_status, problems)
     snap.extra[_SAME_FILE] = checks
+    snap.extra[_ROUND_LINES] = (context, per_round)
     # crash leftovers (a few stats): a half-done start-round explains its missing folder itself
     derived += [leftover.problem() for leftover in leftovers.detect(snap.root, wf)]
     half_started = leftovers.half_started_round(snap.root, wf)
@@ -417,8 +429,8 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
         parent, source, workflow_status, problems = per_round[n]
         result = evaluation.results.get(n)
         comparison = result.comparison if result is not None else None
-        if result is not None:
-            problems += result.problems
+        if result is not None and result.problems:
+            problems = problems + result.problems  # a new list: the line above is kept for the next reload
         promotion = promoted.get(n)
         if (view.parent == parent and view.parent_source == source and view.workflow_status == workflow_status
                 and view.comparison is comparison and view.promotion is promotion and view.problems == problems):
