@@ -10,6 +10,7 @@ from functools import partial
 
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
 
 
 @dataclass(frozen=True)
@@ -98,9 +99,14 @@ class HelixCommands(Provider):
         keys_of = getattr(self.app, "keys_of", None)
         return keys_of(act) if keys_of is not None else display_key(act.key)
 
+    def _help(self, act: CockpitAction) -> Content:
+        """``[t] Run the correctness test …`` as plain content (a str would be read as markup,
+        and ``[t]`` vanished as a style tag)."""
+        return Content(f"[{self._key(act)}] {act.help}")
+
     async def discover(self) -> Hits:
         for act in self._actions():
-            yield DiscoveryHit(act.title, partial(self.app.run_action, act.action), help=f"[{self._key(act)}] {act.help}")
+            yield DiscoveryHit(act.title, partial(self.app.run_action, act.action), help=self._help(act))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
@@ -111,5 +117,5 @@ class HelixCommands(Provider):
                     score,
                     matcher.highlight(act.title),
                     partial(self.app.run_action, act.action),
-                    help=f"[{self._key(act)}] {act.help}",
+                    help=self._help(act),
                 )

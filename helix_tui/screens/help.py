@@ -21,9 +21,9 @@ def keys_table(keys_of: Callable[[CockpitAction], str] | None = None) -> Table:
     keymap file names to change it."""
     table = Table(box=None, show_header=True, header_style="bold", expand=False, pad_edge=False)
     table.add_column("key", style="bold cyan", no_wrap=True)
-    table.add_column("action", no_wrap=True)
+    table.add_column("action", max_width=16)  # wraps at 80 columns, so "what it does" keeps room
     table.add_column("id", style="dim", no_wrap=True)
-    table.add_column("what it does")
+    table.add_column("what it does", ratio=1)
     for act in ACTIONS:
         table.add_row(keys_of(act) if keys_of is not None else display_key(act.key), act.title, act.id, act.help)
     table.add_row("ctrl+p", "Command palette", "", "Search every action by name")

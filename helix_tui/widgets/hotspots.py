@@ -24,8 +24,12 @@ class HotspotsPane(Vertical):
     _width: int | None = None  # the text width the shown report was laid out for
 
     def text_width(self) -> int | None:
-        """Columns the report's text has (the pane less its scrollbar); None before layout."""
+        """Columns the report's text has (the pane less its scrollbar). Before the pane is laid
+        out (its tab was just opened), the tabs' width: the report is laid out once, not twice."""
         width = self.query_one("#hotspots", TextPane).size.width
+        if width <= 8 and self.parent is not None:
+            tabs = next((node for node in self.ancestors if node.id == "tabs"), None)
+            width = tabs.size.width if tabs is not None else 0
         self._width = width - 2 if width > 8 else None
         return self._width
 

@@ -37,7 +37,7 @@ class JobsPane(Vertical):
 
     DEFAULT_CSS = """
     JobsPane #jobs-table { height: 2fr; min-height: 4; }
-    JobsPane #job-line { height: 1; padding: 0 1; }
+    JobsPane #job-line { height: auto; max-height: 3; padding: 0 1; }
     JobsPane ProgressBar { height: 1; padding: 0 1; }
     JobsPane #job-cases { height: 3fr; min-height: 3; }
     JobsPane #job-log { height: 2fr; min-height: 3; }
@@ -112,15 +112,19 @@ class JobsPane(Vertical):
         widths = [max([len(label)] + [row[i].cell_len for row in cells]) + 2 for i, label in enumerate(self.COLUMNS)]
         available = table.size.width - 2 if table.size.width else 10_000
         keep = render.fit_columns(widths, available, list(self.DROP_ORDER))
-        if keep != self._columns:
-            table.clear(columns=True)
-            table.add_columns(*[self.COLUMNS[i] for i in keep])
-            self._columns = keep
-        table.clear()
-        for live, row in zip(rows, cells):
-            table.add_row(*[row[i] for i in keep], key=live.id)
-        if self.selected in ids:
-            table.move_cursor(row=ids.index(self.selected), animate=False)
+        # Refilling the table moves its cursor (to row 0, then to the pick): those highlights are
+        # ours, not the user's; posted, they picked row 0, which re-rendered, which … (a loop of
+        # hundreds of renders a second that kept the pick from sticking).
+        with table.prevent(DataTable.RowHighlighted):
+            if keep != self._columns:
+                table.clear(columns=True)
+                table.add_columns(*[self.COLUMNS[i] for i in keep])
+                self._columns = keep
+            table.clear()
+            for live, row in zip(rows, cells):
+                table.add_row(*[row[i] for i in keep], key=live.id)
+            if self.selected in ids:
+                table.move_cursor(row=ids.index(self.selected), animate=False)
         self._show_detail(tracker.jobs.get(self.selected) if self.selected else None, tracker.error)
 
     def _show_detail(self, live: JobLive | None, error: str | None) -> None:
@@ -136,7 +140,7 @@ class JobsPane(Vertical):
             self._log_job, self._log_count = None, 0
             return
         info = live.info
-        text = Text(no_wrap=True, overflow="ellipsis")
+        text = Text(overflow="ellipsis")  # wraps (up to 3 rows): why a job failed or was lost stays readable
         text.append(f"{clean(live.id)} ", style="bold")
         text.append(clean(live.status), style=STATUS_STYLE.get(live.status, ""))
         extra = getattr(info, "model_extra", None) or {}

@@ -104,8 +104,10 @@ class PerfPane(Vertical):
         self.call_after_refresh(self._refit)
 
     def _refit(self) -> None:
-        if self._last is not None and self._columns_for(self._last[0]) != self._shown_columns:
-            self.show(*self._last)
+        """Only a comparison's columns depend on the width (the baseline's records do not)."""
+        last = self._last
+        if last is not None and last[0].comparisons and self._columns_for(last[0]) != self._shown_columns:
+            self.show(*last)
 
     #: The time columns go first when the table is too wide (round, then baseline, then delta):
     #: case, speedup with its interval, and verdict stay; the line under the table keeps the times.

@@ -343,3 +343,30 @@ async def test_after_a_cancel_no_case_is_running_and_x_again_says_a_sentence(ws:
         sentence = f"job {job_id} already finished (cancelled); nothing to cancel"
         assert await wait_for(pilot, lambda: any(str(n.message) == sentence for n in app._notifications))
     thread.join(10)
+
+
+async def test_picking_a_job_sticks_and_renders_once(ws: Path, monkeypatch) -> None:
+    """Refilling the jobs list moved its cursor to row 0 and back, and each move was taken as the
+    user's pick: a job picked below the first flipped back and forth, hundreds of renders a second."""
+    from helix_tui.widgets.jobs_pane import JobsPane
+
+    _finished_job(ws, "j-new", "run-bench", "passed", [])
+    _finished_job(ws, "j-old", "run-test", "passed", [])  # created_at 1_700_000_000 + len(id): same; id sorts
+    renders = []
+    real_show = JobsPane.show
+    monkeypatch.setattr(JobsPane, "show", lambda self, *a, **k: (renders.append(1), real_show(self, *a, **k))[1])
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        jobs = app.main.query_one("#jobs")
+        table = jobs.query_one("#jobs-table", DataTable)
+        assert await wait_for(pilot, lambda: table.row_count == 2)
+        second = [key.value for key in table.rows][1]
+        table.focus()
+        await pilot.press("down")  # the user picks the second job
+        assert await wait_for(pilot, lambda: jobs.selected == second)
+        renders.clear()
+        await pilot.pause(0.5)
+        assert jobs.selected == second and table.cursor_row == 1
+        assert len(renders) <= 2, len(renders)  # (it was hundreds in half a second)
