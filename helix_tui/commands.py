@@ -10,7 +10,7 @@ from functools import partial
 
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.content import Content
+from textual.markup import escape
 
 
 @dataclass(frozen=True)
@@ -99,10 +99,10 @@ class HelixCommands(Provider):
         keys_of = getattr(self.app, "keys_of", None)
         return keys_of(act) if keys_of is not None else display_key(act.key)
 
-    def _help(self, act: CockpitAction) -> Content:
-        """``[t] Run the correctness test …`` as plain content (a str would be read as markup,
-        and ``[t]`` vanished as a style tag)."""
-        return Content(f"[{self._key(act)}] {act.help}")
+    def _help(self, act: CockpitAction) -> str:
+        """``[t] Run the correctness test …``, escaped: the palette reads its help as markup, and
+        ``[t]`` vanished as a style tag."""
+        return escape(f"[{self._key(act)}] {act.help}")
 
     async def discover(self) -> Hits:
         for act in self._actions():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.widget import Widget
 from textual.widgets import OptionList, Static
 
 from helix_tui.render import plain
@@ -27,9 +28,9 @@ class HotspotsPane(Vertical):
         """Columns the report's text has (the pane less its scrollbar). Before the pane is laid
         out (its tab was just opened), the tabs' width: the report is laid out once, not twice."""
         width = self.query_one("#hotspots", TextPane).size.width
-        if width <= 8 and self.parent is not None:
-            tabs = next((node for node in self.ancestors if node.id == "tabs"), None)
-            width = tabs.size.width if tabs is not None else 0
+        if width <= 8:
+            tabs = next((node for node in self.ancestors if isinstance(node, Widget) and node.id == "tabs"), None)
+            width = tabs.size.width if isinstance(tabs, Widget) else 0
         self._width = width - 2 if width > 8 else None
         return self._width
 
