@@ -108,3 +108,32 @@ async def test_a_refused_bench_says_what_the_cockpit_can_do(ws: Path) -> None:
         assert not (ws / ".helix" / "jobs").exists() or not any((ws / ".helix" / "jobs").iterdir())
     state = json.loads((ws / ".helix" / "state.json").read_text())
     assert state["rounds"]["1"]["status"] == "passed"
+
+
+async def test_notices_never_cover_the_footer(ws: Path) -> None:
+    """A burst of notices at 80x24: they stay above the footer (its keys are how a notice's advice
+    is followed), and the newest is the one in view."""
+    from textual.widgets._toast import Toast
+
+    app = HelixApp(ws, job_poll_s=0)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await settle(pilot, app)
+        for i in range(6):
+            app.notify(f"notice {i}: started `helix run-bench --operator-file opt-round-{i}/opt_add.py`; see the Jobs pane (3)",
+                       title=f"bench opt-round-{i}", timeout=30)
+        assert await wait_for(pilot, lambda: len(app.screen.query(Toast)) == 6)
+        await pilot.pause(0.5)
+        rows = screen_rows(app.export_screenshot())
+        assert "t test" in rows[23] and "^p palette" in rows[23] and "notice" not in rows[23]
+        assert any("notice 5" in row for y, row in rows.items() if y < 23)
+
+
+def screen_rows(svg: str) -> dict[int, str]:
+    """The text of each screen row of a Textual SVG screenshot (its <text> runs, left to right)."""
+    import html
+    import re
+
+    rows: dict[int, list[tuple[float, str]]] = {}
+    for m in re.finditer(r'<text[^>]*x="([\d.]+)"[^>]*clip-path="url\(#[^)]*line-(\d+)\)"[^>]*>(.*?)</text>', svg):
+        rows.setdefault(int(m.group(2)), []).append((float(m.group(1)), html.unescape(m.group(3))))
+    return {y: "".join(text for _, text in sorted(runs)).replace("\xa0", " ") for y, runs in rows.items()}
