@@ -369,7 +369,7 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     before = snap.extra.get(_ROUND_LINES)
     reusable = before[1] if owned is not None and before is not None and before[0] == context else {}
     for n, view in snap.rounds.items():
-        if n in reusable and n not in owned:  # type: ignore[operator]
+        if owned is not None and n in reusable and n not in owned:  # reusable is empty without owned
             per_round[n] = reusable[n]
             if n in previous_checks:
                 checks[n] = previous_checks[n]

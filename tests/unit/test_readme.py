@@ -80,9 +80,11 @@ def test_ci_installs_what_the_first_quick_start_line_installs() -> None:
                         "python3 -m pip install -e '.[cpu]'"]
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
           if line.strip().startswith("python3 -m pip install")]
-    assert len(ci) == 3 and ci[2] == QUICK_START[1]  # torch first, then helix's cpu extra, then the tests
+    # torch first, then helix's cpu extra, then the pinned type checker and linter, then the tests
+    assert len(ci) == 4 and ci[3] == QUICK_START[1]
     assert ci[0].endswith(" torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu")
     assert ci[1].endswith(" -e '.[cpu,cluster]'")
+    assert ci[2].endswith(" mypy==2.4.1 ruff==0.17.6")
 
 
 def test_a_plain_install_never_pulls_torch() -> None:
