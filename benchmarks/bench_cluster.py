@@ -60,7 +60,7 @@ def _bench_job(ws: Path) -> Any:
 def _start(devices: int) -> str:
     import ray
 
-    ray.init(num_cpus=os.cpu_count() or 2, resources={"NPU": devices}, include_dashboard=False,
+    ray.init(address="local", num_cpus=os.cpu_count() or 2, resources={"NPU": devices}, include_dashboard=False,
              log_to_driver=False, logging_level="ERROR")
     return ray.get_runtime_context().gcs_address
 

@@ -41,7 +41,7 @@ def cluster() -> Iterator[str]:
     """A local Ray head (2 CPUs, NPU: 2), its address; no token (the CLI child has its own HOME)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RAY_AUTH_MODE", "disabled")
-        ray.init(num_cpus=2, resources={"NPU": 2}, include_dashboard=False, log_to_driver=False,
+        ray.init(address="local", num_cpus=2, resources={"NPU": 2}, include_dashboard=False, log_to_driver=False,
                  logging_level="ERROR")
         try:
             yield ray.get_runtime_context().gcs_address

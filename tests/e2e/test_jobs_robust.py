@@ -564,7 +564,7 @@ def test_jobs_cli_on_finished_and_failed_jobs(tmp_path: Path) -> None:
     assert all(len(ln) <= 80 for ln in show.stdout.splitlines())
     assert "peak" in _cli(tmp_path, "show", ok.id).stdout
     cancel = _cli(tmp_path, "cancel", failed.id)
-    assert cancel.returncode == 0 and "already ended (failed)" in cancel.stdout
+    assert cancel.returncode == 0 and "already finished (failed); nothing to cancel" in cancel.stdout
     assert load_job(tmp_path, failed.id).status == "failed"  # cancel did not rewrite it
     tail = _cli(tmp_path, "tail", failed.id)
     assert tail.returncode == 0 and "no events from job" in tail.stdout
