@@ -11,6 +11,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,12 +55,13 @@ def _pgid(info: Any) -> int:
     return int((info.model_extra or {})["pgid"])
 
 
-def _wait_status(ws: Path, job_id: str | None, status: str, timeout: float = 20.0) -> Any:
+def _wait_status(ws: Path, job_id: str | None, status: str, timeout: float = 20.0,
+                 where: Callable[[Any], bool] = lambda job: True) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         jobs = list_jobs(ws)
         for job in jobs:
-            if (job_id is None or job.id == job_id) and job.status == status:
+            if (job_id is None or job.id == job_id) and job.status == status and where(job):
                 return job
         time.sleep(0.05)
     raise AssertionError(f"no job reached {status}: {[(j.id, j.status) for j in list_jobs(ws)]}")
@@ -378,7 +380,8 @@ def test_waiting_job_is_queued_and_can_be_cancelled(tmp_path: Path) -> None:
     running = _wait_status(tmp_path, None, "running")
     second = threading.Thread(target=run, args=("waiter", "-c"))
     second.start()
-    queued = _wait_status(tmp_path, None, "queued")
+    # the record is written "queued" first and its waiting message a moment later: wait for both
+    queued = _wait_status(tmp_path, None, "queued", where=lambda job: bool(job.message))
     assert queued.kind == "waiter" and "waiting for a free device among 0" in (queued.message or "")
     assert cancel_job(tmp_path, queued.id, grace_s=0.5).status == "cancelled"
     second.join(timeout=30)
