@@ -88,12 +88,40 @@ def append_text(path: Path, text: str) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    fd = _open_append(path)
     try:
         os.write(fd, text.encode("utf-8"))
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _open_append(path: Path) -> int:
+    """Open ``path`` for appending, refusing what a swapped-in file could turn it into.
+
+    The open itself is the check (no check-then-open race): O_NOFOLLOW refuses a final
+    symlink, O_NONBLOCK keeps a FIFO from blocking the writer (no reader: ENXIO), and the
+    opened descriptor must be a regular file; O_NONBLOCK is then cleared for the write.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, f"{path} is a symbolic link; helix appends only to regular files "
+                                     "- remove the link and run the command again") from None
+        if exc.errno == errno.ENXIO:
+            raise OSError(exc.errno, f"{path} is a FIFO (named pipe); helix appends only to regular files "
+                                     "- remove it and run the command again") from None
+        raise
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise OSError(errno.EINVAL, f"{path} is {kind}; helix appends only to regular files "
+                                    "- remove it and run the command again")
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    return fd
 
 
 def _fsync_dir(folder: Path) -> None:
