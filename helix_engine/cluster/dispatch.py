@@ -24,16 +24,13 @@ from helix_engine.cluster import INSTALL_HINT, cluster_address, device_resource
 from helix_engine.errors import HelixError
 from helix_engine.jobs import procs
 from helix_engine.jobs.events import EVENTS_NAME
+from helix_engine.jobs.record import JobRecord
 from helix_engine.jobs.registry import (
     OUTPUT_NAME,
     JobInfo,
     JobStatus,
-    cancel_requested,
     is_job_status,
-    job_lock,
-    read_events,
     user_command,
-    write_job,
 )
 
 _POLL_S = 0.1
@@ -128,30 +125,8 @@ def _forwarded_env(env: dict[str, str] | None) -> dict[str, str]:
     return out
 
 
-class _ClusterSupervisor:
+class _ClusterSupervisor(JobRecord):
     """One cluster job, supervised from this process."""
-
-    def __init__(self, folder: Path, info: JobInfo, on_event: Callable[[dict[str, Any]], None] | None) -> None:
-        self.folder, self.info, self.on_event = folder, info, on_event
-        self.offset = 0
-        self.stop_event = threading.Event()
-        self.stop_reason: list[str] = []
-
-    @property
-    def extra(self) -> dict[str, Any]:
-        return self.info.model_extra if self.info.model_extra is not None else {}
-
-    def write(self) -> None:
-        with job_lock(self.folder):
-            write_job(self.folder, self.info)
-
-    def pump(self) -> None:
-        if self.on_event is None:
-            return
-        events, self.offset = read_events(self.folder, self.offset)
-        for event in events:
-            with contextlib.suppress(Exception):
-                self.on_event(event)
 
     def append(self, name: str, data: bytes) -> None:
         fd = os.open(self.folder / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -159,22 +134,6 @@ class _ClusterSupervisor:
             os.write(fd, data)
         finally:
             os.close(fd)
-
-    def finish(self, status: JobStatus, message: str | None, exit_code: int | None = None) -> JobInfo:
-        self.info.status = status
-        self.info.message = message
-        self.info.exit_code = exit_code
-        self.info.ended_at = time.time()
-        self.write()
-        self.pump()
-        return self.info
-
-    def stop_requested(self) -> str | None:
-        if self.stop_event.is_set():
-            return f"interrupted: {self.stop_reason[-1] if self.stop_reason else 'stop requested'}"
-        if cancel_requested(self.folder):
-            return "cancelled on request"
-        return None
 
     def where(self) -> str:
         node = self.extra.get("node_ip") or self.extra.get("node") or "?"

@@ -27,12 +27,12 @@ from helix_engine.jobs.child import LOG_CAP_ENV, STUCK, Tee, pdeathsig_setup, re
 from helix_engine.jobs.devices import lease_device
 from helix_engine.jobs.events import EVENTS_NAME
 from helix_engine.jobs.interrupts import install_interrupt_handlers  # noqa: F401 - re-exported
+from helix_engine.jobs.record import JobRecord
 from helix_engine.jobs.registry import (
     ACTIVE_STATUSES,
     OUTPUT_NAME,
     JobInfo,
     JobStatus,
-    cancel_requested,
     job_dir,
     job_lock,
     load_job,
@@ -149,49 +149,20 @@ def _create_folder(ws: Path, kind: str, job_id: str | None) -> Path:
     raise HelixError("could not find a free job id; try again")
 
 
-class _Supervisor:
+class _Supervisor(JobRecord):
     """The state of one running job in its supervising process."""
 
     def __init__(self, ws: Path, folder: Path, info: JobInfo, be: Any, on_event: Callable[[dict[str, Any]], None] | None,
                  grace_s: float, expect_result: bool = False) -> None:
-        self.ws, self.folder, self.info, self.be = ws, folder, info, be
-        self.on_event, self.grace_s, self.expect_result = on_event, grace_s, expect_result
-        self.offset = 0
-        self.stop_event = threading.Event()
-        self.stop_reason: list[str] = []
+        super().__init__(folder, info, on_event)
+        self.ws, self.be = ws, be
+        self.grace_s, self.expect_result = grace_s, expect_result
         self.peak = 0  # bytes, the largest memory sample of the job's processes
         self.tree: JobTree | None = None  # the job's processes, once its child runs
 
-    def pump(self) -> None:
-        if self.on_event is None:
-            return
-        events, self.offset = read_events(self.folder, self.offset)
-        for event in events:
-            with contextlib.suppress(Exception):
-                self.on_event(event)
-
-    def write(self) -> None:
-        with job_lock(self.folder):
-            write_job(self.folder, self.info)
-
-    def finish(self, status: JobStatus, message: str | None, exit_code: int | None = None) -> JobInfo:
-        self.info.status = status
-        self.info.message = message
-        self.info.exit_code = exit_code
-        self.info.ended_at = time.time()
+    def before_finish(self) -> None:
         if self.peak and self.info.model_extra is not None:
             self.info.model_extra["peak_memory_mb"] = round(self.peak / 2**20, 1)
-        self.write()
-        self.pump()
-        return self.info
-
-    def stop_requested(self) -> str | None:
-        """Why to stop now (a cancel marker or a process-wide stop), else None."""
-        if self.stop_event.is_set():
-            return f"interrupted: {self.stop_reason[-1] if self.stop_reason else 'stop requested'}"
-        if cancel_requested(self.folder):
-            return "cancelled on request"
-        return None
 
     def spawn(self, argv: list[str], cwd: Path, env: dict[str, str], echo: bool) -> tuple[Any, Tee] | str:
         cap = DEFAULT_LOG_CAP_MB
