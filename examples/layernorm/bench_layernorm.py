@@ -14,7 +14,7 @@ from helix_engine.harness import device
 
 
 def build_operator_api(operator_module):
-    return getattr(operator_module, "layernorm")
+    return operator_module.layernorm
 
 
 def build_bench_cases():
@@ -42,3 +42,11 @@ def build_bench_case_fn(api, case):
     w = torch.rand(n_cols, dtype=case["dtype"], device=device()) + 0.5
     b = torch.randn(n_cols, dtype=case["dtype"], device=device())
     return lambda: api(x, w, b)
+
+
+def build_bench_case_work(case):
+    """Bytes one layernorm call must move, for the roofline: read x, weight and bias, write y,
+    and the fp32 mean and rstd per row the operator also returns."""
+    rows, cols = case["shape"]
+    elt = torch.empty((), dtype=case["dtype"]).element_size()
+    return {"bytes": (2 * rows * cols + 2 * cols) * elt + 2 * rows * 4, "dtype": case["dtype"]}

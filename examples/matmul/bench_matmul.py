@@ -14,7 +14,7 @@ from helix_engine.harness import device
 
 
 def build_operator_api(operator_module):
-    return getattr(operator_module, "matmul")
+    return operator_module.matmul
 
 
 def build_bench_cases():
@@ -39,3 +39,10 @@ def build_bench_case_fn(api, case):
     a = torch.randn((m, k), dtype=case["dtype"], device=device())
     b = torch.randn((k, n), dtype=case["dtype"], device=device())
     return lambda: api(a, b)
+
+
+def build_bench_case_work(case):
+    """Flops (2·M·N·K) and bytes (read A and B once, write C) of one matmul call, for the roofline."""
+    m, n, k = case["mnk"]
+    elt = torch.empty((), dtype=case["dtype"]).element_size()
+    return {"flops": 2 * m * n * k, "bytes": (m * k + k * n + m * n) * elt, "dtype": case["dtype"]}

@@ -14,7 +14,7 @@ from helix_engine.harness import device
 
 
 def build_operator_api(operator_module):
-    return getattr(operator_module, "softmax")
+    return operator_module.softmax
 
 
 def build_bench_cases():
@@ -39,3 +39,20 @@ def build_bench_case_fn(api, case):
     torch.manual_seed(case["seed"])
     x = torch.randn(case["shape"], dtype=case["dtype"], device=device())
     return lambda: api(x)
+
+
+def build_bench_case_work(case):
+    """Bytes one softmax call must move (read x, write y), for the roofline; per kernel, what
+    the baseline's three kernels move (x twice, an fp32 intermediate written and read back)."""
+    rows, cols = case["shape"]
+    elt = torch.empty((), dtype=case["dtype"]).element_size()
+    n, f32 = rows * cols, 4
+    return {
+        "bytes": 2 * n * elt,
+        "dtype": case["dtype"],
+        "kernel_bytes": {
+            "row_max_kernel": n * elt + rows * f32,
+            "exp_sum_kernel": n * elt + n * f32 + 2 * rows * f32,
+            "normalize_kernel": n * f32 + rows * f32 + n * elt,
+        },
+    }

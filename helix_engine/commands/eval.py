@@ -141,6 +141,9 @@ def register(sub: Any) -> None:
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE",
                    help=BENCH_MODE_HELP + "; default: the baseline perf file's mode")
     p.add_argument("--devices", "--npu-devices", dest="devices", help="device pool, e.g. 0,2,4-7")
+    p.add_argument("--peak", action="store_true",
+                   help="instead: measure this device's copy bandwidth and torch.matmul throughput (fp16, bf16, "
+                   "fp32) once, into .helix/peaks.json; roofline fractions then use them instead of the datasheet")
     _common(p)
     p.set_defaults(func=cmd_calibrate)
 
@@ -237,8 +240,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from helix_engine.eval.calibrate import calibrate
 
     cases = [c.strip() for c in args.cases.split(",") if c.strip()] if args.cases else None
-    payload = calibrate(args.workspace, cases=cases, rounds=args.rounds, backend=args.backend,
-                        bench_mode=args.bench_mode, devices=_devices(args.devices), on_event=_progress(args))
+    if args.peak:
+        from helix_engine.eval.peak import calibrate_peak
+
+        payload = calibrate_peak(args.workspace, backend=args.backend, devices=_devices(args.devices),
+                                 on_event=_progress(args))
+    else:
+        payload = calibrate(args.workspace, cases=cases, rounds=args.rounds, backend=args.backend,
+                            bench_mode=args.bench_mode, devices=_devices(args.devices), on_event=_progress(args))
     if args.json:
         print_json({k: v for k, v in payload.items() if k != "text"})
     else:

@@ -67,6 +67,10 @@ def run_compare_perf(args: argparse.Namespace) -> int:
         comparisons = compare_perf_files(args.baseline, args.compare, baseline, candidate, args.metric_source,
                                          args.skip_latency_errors, args.with_ci)
     passed = not problems and compare.comparisons_passed(comparisons)
+    from helix_engine.perf import roofline
+    from helix_engine.perf.calibration import workspace_of_file
+
+    ws = workspace_of_file(args.compare) or workspace_of_file(args.baseline)
     if args.json:
         print_json(
             {
@@ -77,10 +81,14 @@ def run_compare_perf(args: argparse.Namespace) -> int:
                 "passed": passed,
                 "problems": problems,
                 "comparisons": [compare.comparison_to_json(c) for c in comparisons],
+                "roofline": roofline.comparisons_to_json(comparisons, baseline, candidate, ws),
             }
         )
     elif problems:
         print("".join(f"FAIL: {clean(problem)}\n" for problem in problems), end="")
     else:
         print(compare.format_comparisons(comparisons), end="")
+        # ours, after upstream's block (which stays byte-identical): achieved GB/s, TFLOP/s, % of peak
+        for line in roofline.format_block(comparisons, baseline, candidate, ws):
+            print(clean(line))
     return 0 if passed else 1

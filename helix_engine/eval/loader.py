@@ -243,6 +243,8 @@ class BenchCase:
     warmup: int
     repeats: int
     raw: dict[str, Any]
+    #: bytes/flops the case declares (perf/roofline.py), None when it declares none
+    work: Any = None
 
 
 @dataclass
@@ -318,8 +320,22 @@ def load_bench_harness(bench_file: Path, operator_file: Path) -> BenchHarness:
                  "build_bench_case_fn(api, case) returning a zero-argument closure")
     api = build_api(op_module)
     cases = validate_bench_cases(bench_module.build_bench_cases(), bench_file)
+    _attach_work(bench_module, bench_file, cases)
     return BenchHarness(bench_file, operator_file, op_module, bench_module, api, cases,
                         kernel_names, kernel_source, meta)
+
+
+def _attach_work(bench_module: ModuleType, bench_file: Path, cases: list[BenchCase]) -> None:
+    """Each case's declared bytes/flops (``build_bench_case_work(case)`` or the case's own keys);
+    a malformed declaration is a contract error that names the case."""
+    from helix_engine.perf.roofline import WORK_HOOK, case_work
+
+    hook = WORK_HOOK if callable(getattr(bench_module, WORK_HOOK, None)) else "build_bench_cases"
+    for case in cases:
+        try:
+            case.work = case_work(bench_module, case.raw)
+        except ValueError as exc:
+            raise HarnessContractError(bench_file, hook, f"case {case.id!r}: {exc}") from None
 
 
 # ------------------------------------------------------------------------------- test hooks

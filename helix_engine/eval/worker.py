@@ -105,7 +105,25 @@ def _record(case_id: str, harness: Any, mode: str, timing_result: Any, error: st
                   helix_version=__version__)
     if context:
         record["context"] = context
+    _add_roofline(record, harness, case_id)
     return record
+
+
+def _add_roofline(record: dict[str, Any], harness: Any, case_id: str) -> None:
+    """The case's declared bytes/flops and what they achieved (perf/roofline.py); a peak that
+    cannot be read is left out, never a reason to lose the record."""
+    from helix_engine.perf.roofline import RECORD_KEY, record_entry
+    from helix_engine.workspace import layout
+
+    work = next((c.work for c in getattr(harness, "cases", []) if c.id == case_id), None)
+    if work is None:
+        return
+    try:
+        entry = record_entry(record, work, layout.workspace_of(harness.operator_file))
+    except Exception:  # noqa: BLE001 - nice to have
+        entry = work.to_json()
+    if entry:
+        record[RECORD_KEY] = entry
 
 
 def run_bench(request: dict[str, Any], request_path: Path, backend: Any, events: Any) -> dict[str, Any]:
