@@ -391,3 +391,45 @@ def comparisons_to_json(comparisons: Sequence[Any], baseline: Sequence[Any], can
                 for side, fig in (("baseline", r.baseline), ("compare", r.compare))}}
             for r in rows]})
     return out
+
+
+# ------------------------------------------------------------------------ profile-report
+
+
+def profile_figures(work_json: Any, kernels: Sequence[tuple[str, float]], repeats: int, kernel_names: Sequence[str],
+                    device: str | None, workspace: Path | None = None) -> dict[str, Any]:
+    """profile-report's roofline: ``kernels`` are (name, total µs over the profiled steps) rows,
+    ``repeats`` the profiled steps. The operator's declared bytes/flops over the resolved kernels'
+    time per call, and each kernel's achieved bandwidth where the case declares its bytes
+    (``kernel_bytes``). {} when the case declared no work or no step was profiled."""
+    work = parse_work(work_json) if isinstance(work_json, Mapping) else None
+    if work is None or repeats <= 0:
+        return {}
+    peaks = peaks_for(device, workspace)
+    out: dict[str, Any] = {"device": device, "steps": repeats, "kernels": []}
+    per_call = {name: total / repeats for name, total in kernels}
+    resolved = [n for n in kernel_names if n in per_call]
+    shown: list[Roofline] = []
+    if resolved and (work.bytes or work.flops):
+        op_fig = figures(work, sum(per_call[n] for n in resolved), "kernel", peaks)
+        if op_fig is not None:
+            shown.append(op_fig)
+            verdict = judge(op_fig)
+            out["operator"] = {**op_fig.to_json(), "kernels": resolved, "text": op_fig.text(),
+                               "bound": verdict.bound if verdict else None,
+                               "evidence": verdict.evidence if verdict else None}
+    single = resolved[0] if len(resolved) == 1 else None
+    for name, time_us in per_call.items():
+        nbytes = work.kernel_bytes.get(name) or (work.bytes if name == single else None)
+        if not nbytes:
+            continue
+        fig = figures(CaseWork(bytes=nbytes, dtype=work.dtype), time_us, "kernel", peaks)
+        if fig is not None:
+            shown.append(fig)
+            out["kernels"].append({"name": name, "bytes": nbytes, "time_us": fig.time_us, "gbps": fig.gbps,
+                                   "bw_fraction": fig.bw_fraction, "text": fig.text(),
+                                   "declared": "kernel_bytes" if name in work.kernel_bytes else "case bytes"})
+    out["peak"] = peak_line([CaseRoofline("", None, f) for f in shown]) if shown else None
+    if peaks.note:
+        out["note"] = peaks.note
+    return out

@@ -39,6 +39,29 @@ def _table(header: list[str], rows: list[list[Any]], width: int | None = None,
     return out
 
 
+def _roofline_lines(roof: dict[str, Any]) -> list[str]:
+    """Achieved bandwidth/throughput of the profiled case and of each kernel whose bytes are
+    declared (perf/roofline.py computed every figure; this only lays them out)."""
+    if not roof:
+        return []
+    lines = ["", f"## Roofline (per call, over {roof.get('steps')} profiled steps)", ""]
+    op = roof.get("operator")
+    if op:
+        kernels = ", ".join(f"`{clean(k)}`" for k in op.get("kernels", []))
+        lines.append(f"- operator ({kernels}): {clean(op.get('text', ''))}"
+                     + (f" → **{clean(op['bound'])}**" if op.get("bound") else ""))
+    for k in roof.get("kernels", []):
+        lines.append(f"- `{clean(k['name'])}`: {_num(k['bytes'], 0)} bytes ({clean(k['declared'])}) in "
+                     f"{_num(k['time_us'])} µs: {clean(k['text'])}")
+    if roof.get("peak"):
+        lines.append(f"- {clean(roof['peak'])}")
+    elif roof.get("note"):
+        lines.append(f"- {clean(roof['note'])}")
+    if roof.get("routing"):
+        lines.append(f"- routing: {clean(roof['routing'])}")
+    return lines
+
+
 def render_markdown(r: ProfileReport, width: int | None = None) -> str:
     """Sections in the order a person reads them: what is hot, what bounds it, what to read next.
     ``width``: the columns the text will be shown in (the cockpit's pane); the hotspot table then
@@ -88,6 +111,7 @@ def render_markdown(r: ProfileReport, width: int | None = None) -> str:
             lines.append(f"- task wait (>0 only): avg {_num(wait['avg'])} µs over {wait['count']} invocations")
     lines += ["", f"## Bound: {clean(r.bound)}", ""]
     lines += [f"- {clean(why)}" for why in r.bound_analysis.get("reasoning", [])]
+    lines += _roofline_lines(r.roofline)
     tracks = r.msprof_timeline_signals.get("stream_like_tracks")
     if r.task_timeline_signals or tracks is not None:
         lines += ["", "## Timeline", ""]

@@ -65,6 +65,8 @@ class ProfileReport(BaseModel):
     suggested_patterns: list[dict[str, Any]] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     problems: list[dict[str, Any]] = Field(default_factory=list)
+    #: achieved GB/s / TFLOP/s of the profiled case against the device's peak (perf/roofline.py)
+    roofline: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def bound(self) -> str:
@@ -90,7 +92,7 @@ class ProfileReport(BaseModel):
             "op_count": self.op_count, "total_time_us": round(self.total_time_us, 6), "files": self.files,
             "hotspots": [h.model_dump() for h in self.hotspots],
             "symptoms": self.symptoms, "suggested_patterns": self.suggested_patterns,
-            "notes": self.notes, "problems": self.problems,
+            "notes": self.notes, "problems": self.problems, "roofline": self.roofline,
         }
 
     def to_markdown(self, width: int | None = None) -> str:
@@ -151,12 +153,12 @@ def build_report(profile_dir: Path, target_op: str | None = None, top: int = 5, 
                          "or pass the folder that holds the profiler output.")
     layout = ascend.find_layout(profile_dir)
     if layout is not None:
-        return _ascend_report(profile_dir, layout, target_op, top, root)
+        return attach_roofline(_ascend_report(profile_dir, layout, target_op, top, root), profile_dir)
     from helix_engine.profile import torch_trace
 
     trace = torch_trace.find_trace(profile_dir)
     if trace is not None:
-        return torch_trace.build_trace_report(profile_dir, trace, target_op, top)
+        return attach_roofline(torch_trace.build_trace_report(profile_dir, trace, target_op, top), profile_dir)
     raise HelixError(f"no profiler output under {profile_dir}: expected ASCEND_PROFILER_OUTPUT/, "
                      "mindstudio_profiler_output/ or a torch.profiler trace (*.json). Run `helix profile-bench`.")
 
@@ -226,6 +228,69 @@ def _ascend_report(profile_dir: Path, layout: ascend.AscendFiles, target_op: str
              if report.total_time_us > 0 else None)
     report.symptoms = signals.detect_symptoms(pct, report.bound, share)
     report.suggested_patterns = route([s["symptom"] for s in report.symptoms])
+    return report
+
+
+#: The roofline's judgement → the routing symptom it raises (profile/routing.py).
+ROOFLINE_SYMPTOMS: dict[str, str] = {"memory-bound": "at-bandwidth-roof", "compute-bound": "at-compute-roof",
+                                     "latency-bound": "far-below-roofs"}
+
+
+def _manifest_near(report: ProfileReport, profile_dir: Path) -> dict[str, Any]:
+    """helix's profile manifest of the run the report read: beside its files or in a folder
+    above them, up to ``profile_dir`` (which may be the parent of several PROF_* runs)."""
+    from helix_engine.profile.torch_trace import read_manifest
+
+    top = Path(profile_dir).resolve()
+    for file in (f for f in report.files.values() if f):
+        folder = Path(file).resolve().parent
+        while folder == top or top in folder.parents:
+            found = read_manifest(folder)
+            if found:
+                return found
+            folder = folder.parent
+    return read_manifest(top)
+
+
+def attach_roofline(report: ProfileReport, profile_dir: Path) -> ProfileReport:
+    """The profiled case's roofline (when its bench case declared bytes/flops) and, on a device,
+    the bound it decides by measurement: it raises its routing symptom first, and a kernel at the
+    bandwidth or compute roof is classified so whatever the pipe ratios suggest."""
+    from helix_engine.perf import roofline
+    from helix_engine.workspace import layout
+    from helix_engine.workspace.reading import owning_workspace
+
+    manifest = _manifest_near(report, profile_dir)
+    work = manifest.get("work")
+    if not isinstance(work, dict):
+        return report
+    try:
+        repeats = int(manifest.get("repeats") or 0)
+    except (TypeError, ValueError):
+        repeats = 0
+    names = [str(n) for n in manifest.get("kernel_names") or [] if isinstance(n, str)]
+    device = manifest.get("device") if isinstance(manifest.get("device"), str) else None
+    operator = manifest.get("operator_file")  # the workspace whose .helix/peaks.json applies
+    ws = layout.workspace_of(Path(operator)) if isinstance(operator, str) else owning_workspace(Path(profile_dir))
+    report.roofline = roofline.profile_figures(work, [(h.op_type, h.total_us) for h in report.hotspots], repeats,
+                                               names, device, ws)
+    figures = report.roofline.get("operator") or {}
+    bound = figures.get("bound")
+    if not bound:
+        return report
+    if report.backend == "cpu":
+        report.roofline["routing"] = ("not used: on the cpu backend the times are the Triton interpreter's, "
+                                      "not device time")
+        return report
+    evidence = f"by measurement: {figures.get('evidence')}"
+    report.roofline["routing"] = evidence
+    report.symptoms.insert(0, {"symptom": ROOFLINE_SYMPTOMS[bound], "evidence": evidence})
+    report.suggested_patterns = route([s["symptom"] for s in report.symptoms])
+    if bound in ("memory-bound", "compute-bound"):
+        before = report.bound
+        reasoning = [evidence] + ([f"the pipe counters alone read {before}"] if before != bound else [])
+        report.bound_analysis = {**report.bound_analysis, "classification": bound, "decided_by": "roofline",
+                                 "reasoning": reasoning + list(report.bound_analysis.get("reasoning", []))}
     return report
 
 

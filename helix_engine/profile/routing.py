@@ -42,6 +42,9 @@ SYMPTOM_CARDS: dict[str, str] = {
     "high-transfer-pressure": "memory-bound",
     "poor-locality": "memory-bound",
     "weak-pipeline-overlap": "transfer-pipeline-imbalance",
+    "at-bandwidth-roof": "memory-bound",
+    "at-compute-roof": "compute-bound",
+    "far-below-roofs": "launch-bound",
 }
 
 #: Bound classifications (`signals.CLASSIFICATIONS`) → their symptom card.
@@ -70,6 +73,21 @@ SYMPTOMS: dict[str, tuple[str, tuple[str, ...]]] = {
         "load → compute serialization; sync-dense stages near the hot loop",
         ("software-pipeline", "reorder-load", "classic-matmul"),
     ),
+    # raised by the roofline (perf/roofline.py): measured fractions of the device's peaks
+    "at-bandwidth-roof": (
+        "achieved bandwidth at the device's copy bandwidth: only moving fewer bytes helps",
+        ("fuse-launches", "on-chip-reuse", "algebraic-optimization", "precision-and-casts",
+         "layout-materialization-elision"),
+    ),
+    "at-compute-roof": (
+        "achieved throughput at the device's matmul peak: do less work or use a narrower type",
+        ("algebraic-optimization", "precision-and-casts", "classic-matmul", "autotune"),
+    ),
+    "far-below-roofs": (
+        "far below both the bandwidth and the compute peak: launches or scalar work take the time",
+        ("fuse-launches", "program-multiple-rows", "grid-size-and-persistent-programs", "scalar-latency-traps",
+         "loop-invariant-hoisting"),
+    ),
 }
 
 
@@ -89,9 +107,9 @@ class PatternRef:
 def resolve_pattern(name: str) -> PatternRef:
     """Map a routing-table name to its knowledge card, applying `ALIASES`; a name whose card
     is not shipped resolves to None (never a card that does not exist)."""
-    from helix_engine.knowledge.cards import has_card
+    from helix_engine.knowledge.cards import card_names, has_card
 
-    if name in PATTERN_FILES:
+    if name in PATTERN_FILES or (name not in ALIASES and name in card_names("pattern")):  # or a helix topic card
         target, note = name, None
     elif name in ALIASES:
         target = ALIASES[name]

@@ -101,6 +101,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         "time_label": "CPU time of the Triton interpreter" if backend.name == "cpu" else "device time",
         "created_at": time.time(),
     }
+    if getattr(case, "work", None) is not None:  # the case's declared bytes/flops: profile-report's roofline
+        manifest["work"] = case.work.to_json()
     (run_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     events.case_finished(case.id, {"case_label": case.id, "profile_dir": shown_dir})
     return {"return_code": 0, "profile_dir": shown_dir, "error": None}
