@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helix_engine.commands.profile",
     "helix_engine.commands.patterns",
     "helix_engine.commands.ir",
+    "helix_engine.commands.compiler_source",
     "helix_engine.commands.demo",
     "helix_engine.commands.agent",
 )
