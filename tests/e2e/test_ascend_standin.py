@@ -134,3 +134,36 @@ def test_standin_profile_bench_and_profile_report_give_the_recorded_numbers(ws: 
     assert {k: report[k] for k in same} == {k: recorded[k] for k in same}
     assert report["source"] == "torch-npu-profiler" and report["target_operator"] == "matmul_kernel"
     assert report["total_time_us"] == pytest.approx(888.42) and out["report"]["total_time_us"] == pytest.approx(888.42)
+
+
+def test_standin_ir_capture_replays_bishengir_and_its_stages_are_read(ws: Path, tmp_path: Path) -> None:
+    """The npu IR path: the TRITON_DEBUG run (Triton-Ascend's dump and cmd_list lines, from the
+    stand-in), the archived kernel.ttadapter.mlir, the replayed bishengir-compile (the stand-in
+    on PATH) printing every pass, then list-stages and compiler-source on what it wrote."""
+    from helix_engine.compiler_source.ir_terms import terms_from_ir
+    from helix_engine.compiler_source.locate import locate
+
+    ir_dir = ws / "npu-ir"
+    env = {**_env(), "TMPDIR": str(tmp_path)}  # where the stand-in leaves Triton-Ascend's dump folder
+    run = subprocess.run([sys.executable, "-m", "helix_engine", "ir", "capture", "--ir-dir", str(ir_dir),
+                          "--operator-file", "matmul.py", "--backend", "npu", "--json"], cwd=ws, env=env,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    manifest = json.loads((ir_dir / "capture-manifest.json").read_text())
+    original, replay = manifest["original_compile_command"], manifest["replay_compile_command"]
+    assert original[0] == "bishengir-compile" and "--append-bisheng-options=-O2 -g" in original  # re-joined
+    assert Path(manifest["dumped_ir_dir"]).parent == tmp_path
+    assert replay[1] == str(ir_dir / "triton_dump" / "kernel.ttadapter.mlir") == manifest["archived_input"]
+    assert "--bishengir-print-ir-after=hivm-plan-memory" not in replay
+    assert replay[-2:] == ["--mlir-print-ir-after-all", f"--mlir-print-ir-tree-dir={ir_dir / 'bishengir_stages'}"]
+    listed = _helix(ws, "ir", "list-stages", "--ir-dir", str(ir_dir), "--json")
+    assert listed.returncode == 0, listed.stderr
+    stages = [s["stage"].rsplit("/", 1)[-1] for s in json.loads(listed.stdout)["stages"]]
+    assert stages == ["0_canonicalize.mlir", "1_hfusion-auto-vectorize-v2.mlir", "2_convert-hfusion-to-hivm.mlir",
+                      "3_hivm-plan-memory.mlir", "4_hivm-inject-sync.mlir"]
+    assert (ir_dir / "all-ir.txt").read_text().count("// -----// IR Dump After ") == 5
+    terms = {(t.kind, t.name) for t in terms_from_ir(ir_dir)}
+    assert {("pass", "hivm-plan-memory"), ("pass", "hivm-inject-sync"), ("op", "hivm.hir.load")} <= terms
+    located = locate(ROOT / "tests" / "fixtures" / "compiler_source" / "ascendnpu-ir", [n for _, n in terms])
+    assert [d.label for d in located.definitions if d.kind == "pass"] == [
+        'PlanMemory "hivm-plan-memory"', 'InjectSync "hivm-inject-sync"']
