@@ -49,12 +49,29 @@ class Candidate:
     metric: str = "auto"
     records: Sequence[PerfRecord] = field(default_factory=list)
     vs_baseline: RoundEvaluation | None = None
+    #: what identifies ``records`` (a round's perf file identity); None: the records themselves
+    records_key: Any = None
+    #: the round's judged geomeans, read and filled by the rule (a round summary's ``judged``):
+    #: "baseline" → Judged; a best round's number → (its records_key, Judged). With it, a round
+    #: judged before is not compared again, and ``vs_baseline`` may come without its cases.
+    judged: dict[Any, Any] | None = None
 
 
 def _text(estimate: SpeedupEstimate) -> str:
     if estimate.interval is None:
         return f"{estimate.point:.2f}x (no samples, no interval)"
     return f"{estimate.point:.2f}x [{estimate.interval.low:.2f}–{estimate.interval.high:.2f}]"
+
+
+def _records(cand: Candidate) -> Sequence[PerfRecord]:
+    """The candidate's records as a list (a lazy sequence reads them now): what the core and its
+    caches (keyed by the list) are given, never the lazy object that refers to a snapshot's view."""
+    resolve = getattr(cand.records, "resolve", None)
+    return resolve() if callable(resolve) else cand.records
+
+
+def _records_key(cand: Candidate) -> Any:
+    return cand.records if cand.records_key is None else cand.records_key
 
 
 def beyond_noise(estimate: SpeedupEstimate, margin: float) -> bool:
@@ -99,6 +116,21 @@ def _judged_geomean(ev: RoundEvaluation, reference: Sequence[PerfRecord], record
     return result
 
 
+def judge_vs_baseline(ev: RoundEvaluation, baseline: Sequence[PerfRecord], records: Sequence[PerfRecord],
+                      metric: str, noise_margin: float | NoiseMargins,
+                      store: IntervalCache | None = None) -> Judged | None:
+    """What the rule reads of a round's comparison with the baseline (``ev``, with its cases): the
+    paired comparison's geomean when there is one, else the status comparison's, with an interval
+    when its point could pass. None without a geomean (the round cannot be promoted)."""
+    if ev.geomean is None:
+        return None
+    margins = as_margins(noise_margin)
+    if ev.paired is not None and ev.paired.geomean is not None:
+        paired = ev.paired  # measured beside the baseline in one job: drift is out of its interval
+        return _Judged(paired.geomean, margins.for_geomean(case.latency_id for case in paired.cases))
+    return _judged_geomean(ev, baseline, records, metric, margins, store)
+
+
 @dataclass
 class PromotionMemo:
     """What one ``promote`` computed, for the next call on (mostly) the same rounds: a reload after
@@ -121,11 +153,14 @@ class _Step:
 
 
 @dataclass
-class _Judged:
+class Judged:
     """What the rule reads of a judged comparison: its geomean, and the margin it is judged by."""
 
     geomean: SpeedupEstimate | None
     margin: float
+
+
+_Judged = Judged
 
 
 def _memo_judged(table: str, key: Any, inputs: tuple[object, ...], compute: Callable[[], _Judged],
@@ -155,9 +190,11 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
     best: Candidate | None = None
     for cand in sorted(candidates, key=lambda c: c.number):
         n = cand.number
-        inputs = (cand.eligible, cand.why_not, cand.metric, cand.records, cand.vs_baseline, baseline, margins,
-                  best.number, best.records, out.rounds[best.number]) if best is not None else \
-            (cand.eligible, cand.why_not, cand.metric, cand.records, cand.vs_baseline, baseline, margins)
+        records = cand.records if cand.records_key is None else cand.records_key
+        inputs = (cand.eligible, cand.why_not, cand.metric, records, cand.vs_baseline, baseline, margins,
+                  best.number, best.records if best.records_key is None else best.records_key,
+                  out.rounds[best.number]) if best is not None else \
+            (cand.eligible, cand.why_not, cand.metric, records, cand.vs_baseline, baseline, margins)
         found = previous.steps.get(n) if previous is not None else None
         if found is None or found[0] != inputs:
             found = (inputs, _decide(cand, best, out, baseline, margins, margin_text, memo, previous))
@@ -184,15 +221,20 @@ def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: S
     if not cand.eligible or ev is None or ev.geomean is None:
         why = cand.why_not or (ev.errors[0] if ev is not None and ev.errors else "no comparison with the baseline")
         return _Step(RoundPromotion(round=n, status=NOT_PROMOTED, reason=why))
-    if ev.paired is not None and ev.paired.geomean is not None:
-        ev = ev.paired  # measured beside the baseline in one job: drift is out of its interval
-        judged = _Judged(ev.geomean, margins.for_geomean(case.latency_id for case in ev.cases))
+    store = memo.store if memo is not None else None
+    kept = cand.judged.get("baseline") if cand.judged is not None else None
+    if kept is not None:
+        judged = kept
+    elif ev.paired is not None and ev.paired.geomean is not None:
+        judged = judge_vs_baseline(ev, baseline, _records(cand), cand.metric, margins)
     else:
-        outer, store = ev, memo.store if memo is not None else None
-        judged = _memo_judged("vs_baseline", n, (outer, baseline, cand.records, cand.metric, margins),
-                              lambda: _judged_geomean(outer, baseline, cand.records, cand.metric, margins, store),
+        outer = ev
+        judged = _memo_judged("vs_baseline", n, (outer, baseline, _records_key(cand), cand.metric, margins),
+                              lambda: _judged_geomean(outer, baseline, _records(cand), cand.metric, margins, store),
                               previous, memo)
-    assert judged.geomean is not None
+    if cand.judged is not None and kept is None:
+        cand.judged["baseline"] = judged
+    assert judged is not None and judged.geomean is not None
     base_margin = judged.margin
     vs_base = judged.geomean
     basis: Basis = "interval" if vs_base.interval is not None else "point"
@@ -209,13 +251,20 @@ def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: S
 
     def versus_best() -> _Judged:
         assert best is not None
-        vs = evaluation.evaluate(best.records, cand.records, rule="status", metric=cand.metric, with_ci=False,
+        reference, records = _records(best), _records(cand)
+        vs = evaluation.evaluate(reference, records, rule="status", metric=cand.metric, with_ci=False,
                                  noise_margin=margins)
-        return _judged_geomean(vs, best.records, cand.records, cand.metric, margins,
+        return _judged_geomean(vs, reference, records, cand.metric, margins,
                                memo.store if memo is not None else None)
 
-    vs = _memo_judged("vs_best", (best.number, n), (best.records, cand.records, cand.metric, margins), versus_best,
-                      previous, memo)
+    known = cand.judged.get(best.number) if cand.judged is not None else None
+    if known is not None and best.records_key is not None and known[0] == best.records_key:
+        vs = known[1]
+    else:
+        vs = _memo_judged("vs_best", (best.number, n), (_records_key(best), _records_key(cand), cand.metric, margins),
+                          versus_best, previous, memo)
+        if cand.judged is not None and best.records_key is not None:
+            cand.judged[best.number] = (best.records_key, vs)
     vs_best = vs.geomean
     if vs_best is None:
         reason = f"faster than the baseline ({_text(vs_base)}) but not comparable with round-{best.number}"

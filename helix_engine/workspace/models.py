@@ -392,12 +392,33 @@ class RoundView:
     parent_source: str = ""
     operator_file: Path | None = None
     perf_file: Path | None = None
-    perf: list[PerfRecord] = field(default_factory=list)
-    comparison: Comparison | None = None  # against the baseline (the status rule)
+    comparison: Comparison | None = None  # against the baseline (the status rule), without its cases
     promotion: RoundPromotion | None = None  # what the promotion rule decided for it
     terminal: bool = False
     completed: bool = False
     problems: list[Problem] = field(default_factory=list)
+    #: identities (records.file_id) of the files this view was read from, taken before reading
+    #: them: round-state.json, the perf file (as shown) and its paired sidecar (round_cache keys)
+    inputs: tuple[Any, ...] = ()
+    #: the perf records while a load still needs them; None: read on demand (``perf``)
+    records: list[PerfRecord] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def perf(self) -> list[PerfRecord]:
+        """The round's perf records. A loaded snapshot keeps a summary per round, not its records
+        (a 1000-round workspace held ~20k records): they are read here when a pane or a
+        comparison asks (the last few lists read are kept, workspace/records.py)."""
+        if self.records is not None:
+            return self.records
+        if self.perf_file is None:
+            return []
+        from helix_engine.workspace.records import read_records
+
+        return read_records(self.perf_file, self.path.parent)
+
+    @perf.setter
+    def perf(self, value: list[PerfRecord]) -> None:
+        self.records = value
 
     @property
     def name(self) -> str:

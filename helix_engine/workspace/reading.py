@@ -71,9 +71,7 @@ def _realpath(path: str) -> tuple[str, bool]:
     if folders is None or not os.path.isabs(path) or name in ("", ".", ".."):
         real = os.path.realpath(path, strict=False)
         return real, True
-    real_folder = folders.get(folder)
-    if real_folder is None:
-        real_folder = folders[folder] = os.path.realpath(folder, strict=False)
+    real_folder = _real_folder(folder, folders)
     full = os.path.join(real_folder, name)
     try:
         is_link = stat.S_ISLNK(os.lstat(full).st_mode)
@@ -82,6 +80,32 @@ def _realpath(path: str) -> tuple[str, bool]:
     if is_link:
         return os.path.realpath(path, strict=False), True
     return full, False
+
+
+def _real_folder(folder: str, folders: dict[str, str], depth: int = 0) -> str:
+    """``os.path.realpath(folder)`` from the resolved folder above it: one lstat for the last name
+    (a round's ``opt-round-N/../baseline`` costs a look at opt-round-N, not a walk from /)."""
+    found = folders.get(folder)
+    if found is not None:
+        return found
+    parent, name = os.path.split(folder)
+    if depth > 64 or not parent or parent == folder or not name:
+        real = os.path.realpath(folder, strict=False)
+    else:
+        real_parent = _real_folder(parent, folders, depth + 1)
+        if name == ".":
+            real = real_parent
+        elif name == "..":
+            real = os.path.dirname(real_parent)  # realpath(X/..) is the folder above realpath(X)
+        else:
+            real = os.path.join(real_parent, name)
+            try:
+                if stat.S_ISLNK(os.lstat(real).st_mode):
+                    real = os.path.realpath(folder, strict=False)
+            except OSError:
+                pass  # missing: realpath keeps the name as it is
+    folders[folder] = real
+    return real
 
 
 def root_real(workspace: Path) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helix_engine.perf.paired import sidecar_path
 from helix_engine.workspace import layout, status_rules
 from helix_engine.workspace.models import (
     BaselineState,
@@ -33,6 +34,8 @@ from helix_engine.workspace.reading import (
     read_perf_safe,
     shown,
 )
+from helix_engine.workspace.records import file_id
+from helix_engine.workspace.round_cache import RoundCache
 
 STATE_MISSING = "round-state.json is missing"
 MULTIPLE_BASELINE = "found multiple baseline perf files"
@@ -199,12 +202,15 @@ def _round_operator(rdir: Path, stem: str | None) -> Path | None:
     return found[0] if found else None
 
 
-def load_round(root: Path, n: int, rdir: Path, stem: str | None) -> LoadedRound:
-    """One ``opt-round-N``: its state, perf records, operator and artifact completeness."""
+def load_round(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCache | None = None) -> LoadedRound:
+    """One ``opt-round-N``: its state, perf records, operator and artifact completeness. With
+    ``cache``, a perf file whose identity is the one a summary was made from is not read: its
+    problems come from the summary and its records are read when something asks for them."""
     view = RoundView(number=n, path=rdir)
     out = LoadedRound(view)
     state_file = f"{rdir.name}/{layout.ROUND_STATE}"
     state_path = rdir / layout.ROUND_STATE
+    state_id = file_id(state_path)  # before reading: a write in between makes the next load miss
     if _exists(state_path):
         view.state, _, found = load_model(state_path, root, RoundState, what="round state",
                                           fix=f"fix it so {rdir.name} can be counted")
@@ -233,9 +239,16 @@ def load_round(root: Path, n: int, rdir: Path, stem: str | None) -> LoadedRound:
     else:
         view.perf_file = _round_perf_lookup(rdir, stem)
         perf_ok = view.perf_file is not None or (state is not None and state.benchmark_status != "passed")
+    view.inputs = (state_id,)
     if view.perf_file is not None:
-        view.perf, found = read_perf_safe(view.perf_file, root)
-        out.problems += found
+        perf_key = [shown(view.perf_file, root), file_id(view.perf_file)]
+        view.inputs = (state_id, *perf_key, file_id(sidecar_path(view.perf_file)))
+        kept = cache.perf_problems(n, perf_key) if cache is not None else None
+        if kept is None:
+            view.perf, kept = read_perf_safe(view.perf_file, root)
+            if cache is not None:
+                cache.put_perf(n, perf_key, kept)
+        out.problems += kept
     if state is not None and state.comparison_target_path:
         target, problem = resolve_declared(root, rdir, state.comparison_target_path, state_file,
                                            "comparison_target_path")

@@ -29,6 +29,7 @@ from helix_engine.workspace.reading import (
     read_text_safe,
     shown,
 )
+from helix_engine.workspace.round_cache import RoundCache
 from helix_engine.workspace.round_reading import (
     STATE_MISSING,
     load_baseline,
@@ -86,7 +87,7 @@ def _set_baseline(snap: WorkspaceSnapshot) -> None:
 
 
 def _set_round(snap: WorkspaceSnapshot, n: int, rdir: Path) -> None:
-    loaded = load_round(snap.root, n, rdir, _op_stem(snap))
+    loaded = load_round(snap.root, n, rdir, _op_stem(snap), snap.extra.get(status_rules.CACHE_KEY))
     snap.rounds[n] = loaded.view
     snap.extra.setdefault("round_file_problems", {})[n] = loaded.problems
     snap.extra.setdefault("round_state_notes", {})[n] = loaded.state_note
@@ -159,6 +160,7 @@ def _load(path: Path) -> WorkspaceSnapshot:
         return snap
     internal: list[Problem] = []
     snap.extra["internal_problems"] = internal
+    snap.extra[status_rules.CACHE_KEY] = _guard(internal, ".helix/cache", lambda: RoundCache(root), None)
     dirs: dict[int, Path] = _guard(internal, ".", lambda: _load_layout(snap), {})
     _guard(internal, layout.BASELINE_DIR, lambda: _set_baseline(snap), None)
     for n, rdir in sorted(dirs.items()):
@@ -167,7 +169,17 @@ def _load(path: Path) -> WorkspaceSnapshot:
     _guard(internal, ".helix/state.json", lambda: _set_workflow(snap), None)
     _guard(internal, VERIFY_DIR, lambda: _set_verify(snap), None)
     _guard(internal, ".", lambda: _derive(snap), None)
+    cache = snap.extra.pop(status_rules.CACHE_KEY, None)
+    if cache is not None:
+        cache.release()  # evaluate saved what it computed anew
+    _drop_records(snap)
     return snap
+
+
+def _drop_records(snap: WorkspaceSnapshot) -> None:
+    """The snapshot keeps each round's summary, not its records (read again on demand)."""
+    for view in snap.rounds.values():
+        view.records = None
 
 
 def reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapshot:
@@ -248,6 +260,7 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
     if "verify" in parts:
         _guard(internal, VERIFY_DIR, lambda: _set_verify(new), None)
     _guard(internal, ".", lambda: _derive(new, owned), None)
+    _drop_records(new)
     return new
 
 

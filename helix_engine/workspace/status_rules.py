@@ -18,9 +18,11 @@ from helix_engine.perf import evaluation
 from helix_engine.perf.evaluation import Metric, Pair, Paired
 from helix_engine.perf.interval_cache import IntervalCache
 from helix_engine.perf.margins import NoiseMargins
-from helix_engine.perf.promotion import Candidate, PromotionMemo, promote
+from helix_engine.perf.promotion import Candidate, PromotionMemo, judge_vs_baseline, promote
 from helix_engine.perf.results import Promotion, RoundEvaluation
 from helix_engine.workspace.models import PerfRecord, Problem, RoundView
+from helix_engine.workspace.records import LazyRecords, file_id
+from helix_engine.workspace.round_cache import RoundSummary, slim
 
 #: An error message starting like this is the recoverable "kernel not matched" case.
 RECOVERABLE_ERROR_PREFIX = "no resolved kernels matched"
@@ -398,20 +400,30 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str
     previous = previous if isinstance(previous, EvaluationMemo) else None
     if previous is not None and previous.margins == noise_margin:
         noise_margin = previous.margins  # the same margins: the same object, so memo keys match at once
-    memo = EvaluationMemo(margins=noise_margin)
+    context = _context(base_records, base_file, metric, noise_margin)
+    if previous is not None and previous.context != context:
+        previous = None  # another baseline, metric or margins: no round is judged as before
+    memo = EvaluationMemo(margins=noise_margin, context=context)
     memo.promotion.store = previous.promotion.store if previous is not None else IntervalCache(snap.root)
+    cache = extra.get(CACHE_KEY) if metric is None else None  # the file keeps the status rules' own view
     results: dict[int, RoundResult] = {}
     skipped: dict[int, str] = {}
     notes = extra.get("round_state_notes", {})
     operator_file = baseline.operator_file if baseline is not None else None
+    operator_key = [_shown_file(snap, operator_file, ""), file_id(operator_file)] if operator_file else None
+    computed = False
     for n in sorted(snap.rounds):
         view = snap.rounds[n]
         note = notes.get(n)
-        inputs = (view.state, view.perf_file, view.perf, note, base_records, base_file, metric, noise_margin,
-                  operator_file, snap.root)
+        key = _round_key(view, note, operator_key)
         found = previous.rounds.get(n) if previous is not None else None
-        if found is None or found[0] != inputs:
-            found = (inputs, _judge_round(snap, view, note, base_records, base_file, metric, noise_margin))
+        if found is None or found[0] != key:
+            summary = cache.summary(n, context, key) if cache is not None else None
+            if summary is None:
+                computed = True
+                summary = _judge_round(snap, view, note, base_records, base_file, metric, noise_margin,
+                                       memo.promotion.store)
+            found = (key, summary)
         memo.rounds[n] = found
         outcome = found[1]
         if outcome.result is not None:
@@ -420,9 +432,13 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str
             skipped[n] = outcome.skipped
         warnings += outcome.warnings
     best = _best_of((n, entry[1].rank) for n, entry in memo.rounds.items())  # in round order: best_round's
+    judged_before = sum(len(entry[1].judged) for entry in memo.rounds.values()) if cache is not None else 0
     promotion = _promote(snap, metric, results, skipped, base_records, statuses or {}, noise_margin, memo,
                          previous)
     memo.promotion.store.save()  # when it bootstrapped something new
+    if cache is not None and (computed or cache.dirty or judged_before
+                              != sum(len(entry[1].judged) for entry in memo.rounds.values())):
+        cache.save(context, memo.rounds)
     has_artifacts = bool(extra.get("has_artifacts"))
     if best is not None:
         state = "ok"
@@ -456,44 +472,61 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str
 
 #: ``snapshot.extra`` key of the memo its evaluation left, which the evaluation of its reload reads.
 MEMO_KEY = "evaluation_memo"
+#: ``snapshot.extra`` key of the round cache (workspace/round_cache.py) during a full load.
+CACHE_KEY = "round_cache"
 
-
-@dataclass
-class _RoundOutcome:
-    """One round under the status rules: skipped (why), its warnings, its comparison."""
-
-    skipped: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    result: RoundResult | None = None
-    rank: tuple[float, float] | None = None  # best_round's key when the round is comparable
+_RoundOutcome = RoundSummary
 
 
 @dataclass
 class EvaluationMemo:
     """What one ``evaluate`` computed, kept by the snapshot for the evaluation of its reload: a
-    round whose inputs are the same objects as last time (a reload keeps every part it did not
-    re-read) reuses its outcome, and the promotion rule re-decides only what can have changed.
-    An entry is used only when its inputs compare equal, so the memo never changes a result."""
+    round whose key (the identities of the files it was judged from, ``_round_key``) is the one
+    of last time reuses its summary, under the same context (baseline records, metric, margins);
+    the promotion rule re-decides only what can have changed. The memo never changes a result."""
 
     margins: Any = None
-    rounds: dict[int, tuple[tuple[object, ...], _RoundOutcome]] = field(default_factory=dict)
+    context: list[Any] = field(default_factory=list)
+    rounds: dict[int, tuple[list[Any], RoundSummary]] = field(default_factory=dict)
     promotion: PromotionMemo = field(default_factory=PromotionMemo)
 
 
+def _context(base_records: list[PerfRecord], base_file: str, metric: str | None, margins: Any) -> list[Any]:
+    """What every round's summary depends on besides its own files."""
+    from helix_engine.perf.interval_cache import records_digest
+    from helix_engine.workspace.round_cache import code_digest
+
+    margins_text = margins.model_dump_json() if hasattr(margins, "model_dump_json") else repr(margins)
+    return [code_digest(), records_digest(base_records), base_file, metric, margins_text]
+
+
+def _round_key(view: RoundView, note: str | None, operator_key: list[Any] | None) -> list[Any]:
+    """The identities of the files round ``view`` is judged from (taken when it was read): its
+    round-state.json, perf file and paired sidecar, and, when it has a sidecar, the baseline
+    operator the sidecar must have been measured against."""
+    inputs = list(view.inputs)
+    has_sidecar = len(inputs) == 4 and inputs[3] is not None
+    return [view.name, note, inputs, operator_key if has_sidecar else None]
+
+
 def _judge_round(snap: Any, view: RoundView, note: str | None, base_records: list[PerfRecord], base_file: str,
-                 metric: str | None, noise_margin: float | NoiseMargins) -> _RoundOutcome:
-    """The status rules for one round (its comparison with the baseline, or why it is skipped)."""
+                 metric: str | None, noise_margin: float | NoiseMargins,
+                 store: IntervalCache | None = None, *, keep_cases: bool = False) -> RoundSummary:
+    """The status rules for one round (its comparison with the baseline, or why it is skipped),
+    and the promotion rule's judged geomean against the baseline; the comparison is kept without
+    its cases (the summary a snapshot holds)."""
     reason = round_skip_reason(view, note)
     if reason is None and view.perf_file is None:
         reason = "its perf artifact is missing"
     if reason is not None:
-        return _RoundOutcome(reason, [f"skipping {view.name} because {reason}"])
+        return RoundSummary(reason, [f"skipping {view.name} because {reason}"])
     if not base_records:
-        return _RoundOutcome(MISSING_BASELINE)
+        return RoundSummary(MISSING_BASELINE)
     chosen = metric_for_round(metric, view.state.effective_metric_source if view.state else None)
-    if not view.perf:
-        return _RoundOutcome("its perf file has no readable records", [f"cannot parse perf file for {view.name}"])
-    result = compare_with_baseline(base_records, view.perf, chosen, round_name=view.name,
+    records = view.perf
+    if not records:
+        return RoundSummary("its perf file has no readable records", [f"cannot parse perf file for {view.name}"])
+    result = compare_with_baseline(base_records, records, chosen, round_name=view.name,
                                    baseline_file=base_file,
                                    round_file=_shown_file(snap, view.perf_file, view.name),
                                    noise_margin=noise_margin)
@@ -501,14 +534,38 @@ def _judge_round(snap: Any, view: RoundView, note: str | None, base_records: lis
     if result.comparison is not None and view.perf_file is not None and baseline is not None:
         from helix_engine.perf.paired import attach_paired
 
-        attach_paired(result.comparison, view.perf_file, baseline.operator_file, view.perf,
+        attach_paired(result.comparison, view.perf_file, baseline.operator_file, records,
                       workspace=snap.root, noise_margin=noise_margin, ci_statistics=("mean",))
     skipped = None
     if not result.comparable:
         skipped = result.comparison.errors[0] if result.comparison and result.comparison.errors \
             else "not comparable"
     comparable = result.comparison if result.comparable else None
-    return _RoundOutcome(skipped, list(result.warnings), result, _rank(comparable))
+    judged: dict[Any, Any] = {}
+    if keep_cases:
+        return RoundSummary(skipped, list(result.warnings), result, _rank(comparable), judged)
+    if comparable is not None:
+        found = judge_vs_baseline(comparable, base_records, records, chosen, noise_margin, store)
+        if found is not None:
+            judged["baseline"] = found
+    result.comparison = slim(result.comparison)
+    return RoundSummary(skipped, list(result.warnings), result, _rank(comparable), judged)
+
+
+def round_comparison(snap: Any, n: int, metric: str | None = None) -> RoundEvaluation | None:
+    """Round ``n``'s comparison with the baseline under the status rules, with its per-case
+    results (a snapshot keeps it without them): judged again from the round's records."""
+    view = snap.rounds.get(n)
+    baseline = snap.baseline
+    if view is None:
+        return None
+    base_records = baseline.perf if baseline is not None else []
+    from helix_engine.perf.calibration import margins_for
+
+    base_file = _shown_file(snap, baseline.perf_file if baseline is not None else None, "baseline")
+    summary = _judge_round(snap, view, snap.extra.get("round_state_notes", {}).get(n), base_records, base_file,
+                           metric, margins_for(snap.root, base_records), keep_cases=True)
+    return summary.result.comparison if summary.result is not None else None
 
 
 def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], skipped: dict[int, str],
@@ -526,10 +583,13 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
         if status == "failed":
             why = "submit-round rejected it"
         eligible = why is None and result is not None and result.comparable
+        summary = memo.rounds[n][1] if memo is not None and n in memo.rounds else None
         candidates.append(Candidate(
             number=n, eligible=eligible, why_not=why,
             metric=metric_for_round(metric, view.state.effective_metric_source if view.state else None),
-            records=view.perf, vs_baseline=result.comparison if result is not None else None))
+            records=LazyRecords(view), vs_baseline=result.comparison if result is not None else None,
+            records_key=list(view.inputs[1:3]) if view.perf_file is not None else None,
+            judged=summary.judged if summary is not None else None))
     return promote(candidates, base_records, noise_margin=noise_margin,
                    memo=memo.promotion if memo is not None else None,
                    previous=previous.promotion if previous is not None else None)

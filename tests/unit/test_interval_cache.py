@@ -18,6 +18,7 @@ from tests.builders import write_perf
 from tests.unit.test_incremental_evaluation import _cases, _derived, _workspace
 
 CACHE = Path(".helix") / "cache" / "intervals.json"
+ROUNDS = Path(".helix") / "cache" / "rounds.json"
 
 
 @pytest.fixture()
@@ -35,10 +36,13 @@ def bootstraps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def _cold_load(ws: Path) -> Any:
-    """A load as a fresh process does it: no distribution or sample set remembered in memory."""
+    """A load as a fresh process does it: no distribution or sample set remembered in memory, and
+    no round summary kept (.helix/cache/rounds.json holds the judged geomeans too; these tests are
+    about the interval cache alone)."""
     for cached in (stats._side_distribution, stats._checked, stats._seed_of, stats._statistic_of,
                    evaluation._resolvable):
         cached.cache_clear()
+    (ws / ROUNDS).unlink(missing_ok=True)
     return load_workspace(ws)
 
 

@@ -1,0 +1,292 @@
+"""Per-round summaries kept between runs in ``.helix/cache/rounds.json`` (issue 12).
+
+Why: `helix status` and the cockpit judged every round again on every start (read its perf file,
+pair it with the baseline's, compare, promote): 1-3 s and 150 MiB at 1000 rounds. What the status
+rules and the promotion rule keep of a round is small (its comparison's numbers without the cases,
+the judged geomeans, the warnings and problems), and it is a pure function of a few files. So each
+round's summary is stored under a key made of the identity (st_dev, st_ino, st_size, st_mtime_ns)
+of every file it was computed from: round-state.json, the perf file, its paired sidecar (and then
+the baseline operator it pairs against), plus a context shared by all rounds (the code that
+computes it, the noise margins, the baseline's records, the metric). A round whose key differs is
+judged again; nothing else is. The identities are taken before a file is read, so a file written
+while it was read only makes the next run miss.
+
+The file is workspace data and only ever saves time: it is read through the safe reader, every
+entry is checked (types, then the result models' own validation), anything odd is a miss, it is
+written atomically, only into a ``.helix/`` folder that already is a real folder of the workspace,
+and an entry never changes a number (a hit yields what judging the same files again yields).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine.workspace.models import Problem
+
+CACHE_DIR = "cache"  # inside .helix/
+CACHE_FILE = "rounds.json"
+VERSION = 1
+#: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
+_CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/round_reading.py",
+         "workspace/reading.py", "workspace/models.py", "perf/artifact.py", "perf/evaluation.py",
+         "perf/formulas.py", "perf/margins.py", "perf/promotion.py", "perf/results.py", "perf/paired.py",
+         "perf/stats.py")
+_SEVERITIES = ("error", "warning")
+_MAX_BYTES = 256 * 1024 * 1024
+
+_code_digest: str | None = None
+
+
+def code_digest() -> str:
+    """sha256 of the modules that compute a summary (read once per process)."""
+    global _code_digest
+    if _code_digest is None:
+        from helix_engine import __version__
+
+        root = Path(__file__).resolve().parents[1]
+        digest = hashlib.sha256(f"rounds {VERSION} {__version__}".encode())
+        for name in _CODE:
+            try:
+                digest.update((root / name).read_bytes())
+            except OSError:
+                digest.update(f"missing {name}".encode())
+        _code_digest = digest.hexdigest()
+    return _code_digest
+
+
+@dataclass
+class RoundSummary:
+    """What the status rules and the promotion rule keep of one round (no perf records): why it
+    was skipped, its warnings, its comparison with the baseline (cases dropped), its rank for the
+    best round, and ``judged``: the promotion rule's judged geomeans, vs the baseline (key
+    "baseline") and vs a best before it (key: that round's number → its records' key, judged)."""
+
+    skipped: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    result: Any = None  # status_rules.RoundResult, its comparison without cases
+    rank: tuple[float, float] | None = None  # best_round's key when the round is comparable
+    judged: dict[Any, Any] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------ encoding
+
+
+def _problem_out(p: Problem) -> list[Any]:
+    return [p.file, p.message, p.line, p.severity]
+
+
+def _problem_in(value: Any) -> Problem:
+    file, message, line, severity = value
+    if not (isinstance(file, str) and isinstance(message, str) and severity in _SEVERITIES
+            and (line is None or (isinstance(line, int) and not isinstance(line, bool)))):
+        raise ValueError("not a problem")
+    return Problem(file, message, line, severity)
+
+
+def problems_out(problems: list[Problem]) -> list[Any]:
+    return [_problem_out(p) for p in problems]
+
+
+def problems_in(value: Any) -> list[Problem]:
+    if not isinstance(value, list):
+        raise ValueError("not a list")
+    return [_problem_in(v) for v in value]
+
+
+def _strings(value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("not a list of strings")
+    return list(value)
+
+
+def _number(value: Any) -> float:
+    if not isinstance(value, float) or not math.isfinite(value):
+        raise ValueError("not a finite number")
+    return value
+
+
+def _judged_out(judged: Any) -> list[Any]:
+    geo = judged.geomean
+    return [geo.model_dump(mode="json", exclude_defaults=True) if geo is not None else None, judged.margin]
+
+
+def _judged_in(value: Any) -> Any:
+    from helix_engine.perf.promotion import Judged
+    from helix_engine.perf.results import SpeedupEstimate
+
+    geo, margin = value
+    return Judged(SpeedupEstimate.model_validate(geo) if geo is not None else None, _number(margin))
+
+
+def slim(comparison: Any) -> Any:
+    """A comparison as a summary keeps it: every number status, the tree and the ledger read, but
+    not the per-case results (the perf pane compares the records again when it shows a round)."""
+    if comparison is None:
+        return None
+    paired = comparison.paired
+    update: dict[str, Any] = {"cases": []}
+    if paired is not None:
+        update["paired"] = paired.model_copy(update={"cases": []})
+    return comparison.model_copy(update=update)
+
+
+def summary_out(summary: RoundSummary) -> dict[str, Any]:
+    result = summary.result
+    judged: dict[str, Any] = {}
+    for key, value in summary.judged.items():
+        if key == "baseline":
+            judged["baseline"] = _judged_out(value)
+        else:
+            judged[str(key)] = [value[0], _judged_out(value[1])]
+    return {
+        "skipped": summary.skipped,
+        "warnings": summary.warnings,
+        "rank": list(summary.rank) if summary.rank is not None else None,
+        "result": None if result is None else [
+            result.comparable, result.warnings, problems_out(result.problems),
+            result.comparison.model_dump(mode="json", exclude_defaults=True) if result.comparison else None],
+        "judged": judged,
+    }
+
+
+def summary_in(value: Any) -> RoundSummary:
+    """An entry back as a RoundSummary; raises ValueError (or TypeError) on anything odd."""
+    from helix_engine.perf.results import RoundEvaluation
+    from helix_engine.workspace.status_rules import RoundResult
+
+    if not isinstance(value, dict):
+        raise ValueError("not an object")
+    skipped = value["skipped"]
+    if skipped is not None and not isinstance(skipped, str):
+        raise ValueError("skipped")
+    rank = value["rank"]
+    if rank is not None:
+        geo, mean = rank
+        rank = (_number(geo), _number(mean))
+    result = None
+    raw = value["result"]
+    if raw is not None:
+        comparable, warnings, problems, comparison = raw
+        if not isinstance(comparable, bool):
+            raise ValueError("comparable")
+        result = RoundResult(RoundEvaluation.model_validate(comparison) if comparison is not None else None,
+                             comparable, _strings(warnings), problems_in(problems))
+    judged: dict[Any, Any] = {}
+    raw_judged = value["judged"]
+    if not isinstance(raw_judged, dict):
+        raise ValueError("judged")
+    for key, item in raw_judged.items():
+        if key == "baseline":
+            judged["baseline"] = _judged_in(item)
+        else:
+            records_key, inner = item
+            judged[int(key)] = (records_key, _judged_in(inner))
+    return RoundSummary(skipped, _strings(value["warnings"]), result, rank, judged)
+
+
+# ---------------------------------------------------------------------------------- the file
+
+
+class RoundCache:
+    """The summaries of one workspace's rounds for one full load: entries are looked up while the
+    load reads each round (perf-file problems) and evaluates it (summaries), then written back
+    when anything was computed anew (``save``)."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self._data: dict[str, Any] = _read(workspace)
+        self.perf: dict[int, list[Any]] = {}  # round -> [key, problems as stored], every round asked
+        self.dirty = False
+
+    def perf_problems(self, n: int, key: list[Any]) -> list[Problem] | None:
+        """The problems reading round ``n``'s perf file gave, when its key is the stored one."""
+        found = self._data.get("perf", {}).get(str(n))
+        if isinstance(found, list) and len(found) == 2 and found[0] == key:
+            try:
+                problems = problems_in(found[1])
+            except (ValueError, TypeError):
+                return None
+            self.perf[n] = found
+            return problems
+        return None
+
+    def put_perf(self, n: int, key: list[Any], problems: list[Problem]) -> None:
+        self.perf[n] = [key, problems_out(problems)]
+        self.dirty = True
+
+    def summary(self, n: int, context: list[Any], key: list[Any]) -> RoundSummary | None:
+        if self._data.get("context") != context:
+            return None
+        found = self._data.get("rounds", {}).get(str(n))
+        if not (isinstance(found, list) and len(found) == 2 and found[0] == key):
+            return None
+        try:
+            return summary_in(found[1])
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            return None
+
+    def save(self, context: list[Any], summaries: dict[int, tuple[list[Any], RoundSummary]]) -> None:
+        """Write every current round's entry. Never raises: the cache only saves time."""
+        data = {"version": VERSION, "context": context,
+                "perf": {str(n): entry for n, entry in sorted(self.perf.items())},
+                "rounds": {str(n): [key, summary_out(s)] for n, (key, s) in sorted(summaries.items())}}
+        try:
+            _write(self.workspace, data)
+        except (OSError, ValueError, TypeError, RecursionError):
+            pass
+        self.dirty = False
+
+    def release(self) -> None:
+        """Drop what was read (a loaded snapshot keeps no copy of the file)."""
+        self._data = {}
+        self.perf = {}
+
+
+def _read(workspace: Path) -> dict[str, Any]:
+    path = workspace / ".helix" / CACHE_DIR / CACHE_FILE
+    if not os.path.lexists(path):
+        return {}
+    from helix_engine.workspace.reading import read_text_safe
+
+    text, problem = read_text_safe(path, workspace, max_bytes=_MAX_BYTES)
+    if problem is not None or not text:
+        return {}
+    try:
+        data = json.loads(text, parse_constant=_no_constant)  # no NaN or Infinity: none is ever written
+    except (ValueError, RecursionError):
+        return {}
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        return {}
+    for part in ("perf", "rounds"):
+        if not isinstance(data.get(part), dict):
+            data[part] = {}
+    return data
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number a summary holds")
+
+
+def _write(workspace: Path, data: dict[str, Any]) -> None:
+    """Atomically, into .helix/cache/ of the workspace, only through real folders inside it."""
+    from helix_engine.workspace.files import atomic_write_text
+    from helix_engine.workspace.reading import inside
+
+    helix = workspace / ".helix"
+    if os.path.islink(helix) or not os.path.isdir(helix):
+        return
+    folder = helix / CACHE_DIR
+    if os.path.islink(folder):
+        return
+    if not os.path.isdir(folder):
+        os.mkdir(folder)
+    target = folder / CACHE_FILE
+    if os.path.islink(target) or not inside(folder, workspace):
+        return
+    atomic_write_text(target, json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n")

@@ -1,0 +1,186 @@
+"""Per-round summaries in .helix/cache/rounds.json (issue 12): a second `helix status` reads no
+round's perf file and prints the same bytes; an entry that is not ours is judged again, never
+trusted; a paired sidecar or the baseline operator it pairs against, changed, is seen by a reload
+and by a full load (the memo used to key a round by its records only)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helix_engine.perf import paired
+from helix_engine.status import collect, render
+from helix_engine.workspace import reading, records
+from helix_engine.workspace.models import PerfRecord
+from helix_engine.workspace.snapshot import load_workspace, reload
+from tests.builders import Case, RoundSpec, build_workspace
+
+CACHE = Path(".helix") / "cache" / "rounds.json"
+
+
+def _case(value: float, seed: int) -> Case:
+    rng = random.Random(seed)
+    samples = [round(value * rng.gauss(1.0, 0.01), 5) for _ in range(12)]
+    return Case(kernel_us=value, total_op_us=value + 2.0, samples_us=samples)
+
+
+def _workspace(tmp_path: Path) -> Path:
+    rounds = [RoundSpec({"a": _case(a, n), "b": _case(b, n + 10)}, parent="baseline" if n == 1 else f"opt-round-{n - 1}")
+              for n, (a, b) in enumerate([(8.0, 18.0), (9.0, 10.0), (7.0, 14.0), (12.0, 25.0)], start=1)]
+    return build_workspace(tmp_path, baseline={"a": _case(10.0, 0), "b": _case(20.0, 1)}, rounds=rounds)
+
+
+@pytest.fixture()
+def perf_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every perf file a load reads (rounds and baseline), with no record list kept in memory."""
+    records.forget()
+    seen: list[Path] = []
+    original = reading.read_perf_safe
+
+    def spy(path: Path, workspace: Path) -> Any:
+        seen.append(Path(path))
+        return original(path, workspace)
+
+    monkeypatch.setattr("helix_engine.workspace.round_reading.read_perf_safe", spy)
+    monkeypatch.setattr(reading, "read_perf_safe", spy)
+    return seen
+
+
+def _status_json(ws: Path) -> str:
+    statuses, _ = collect([ws])
+    return render(statuses, fmt="json")
+
+
+def _uncached(ws: Path) -> str:
+    (ws / CACHE).unlink(missing_ok=True)
+    records.forget()
+    text = _status_json(ws)
+    (ws / CACHE).unlink(missing_ok=True)
+    return text
+
+
+def test_cached_and_uncached_status_json_are_byte_identical(tmp_path: Path, perf_reads: list[Path]) -> None:
+    ws = _workspace(tmp_path)
+    cold = _status_json(ws)
+    assert (ws / CACHE).is_file() and len(perf_reads) == 5  # the baseline and 4 rounds
+    perf_reads.clear()
+    warm = _status_json(ws)
+    assert warm == cold
+    assert perf_reads == [ws / "baseline" / "add_perf.txt"]  # no round's perf file
+    data = json.loads(cold)["operators"][0]
+    assert data["promoted_best_round"] == "round-2" and data["rounds"][1]["promotion"]["vs_baseline"]["ci95"]
+
+
+def _entry(data: dict[str, Any], n: int) -> dict[str, Any]:
+    return data["rounds"][str(n)][1]
+
+
+TAMPERS = {
+    "not json": lambda path, data: path.write_text("{not json"),
+    "wrong version": lambda path, data: path.write_text(json.dumps({**data, "version": 99})),
+    "rank not numbers": lambda path, data: (_entry(data, 3).update(rank=["x", 1.0]), _dump(path, data)),
+    "nan geomean": lambda path, data: (_entry(data, 3)["result"][3]["geomean"].update(point=float("nan")),
+                                       _dump(path, data)),
+    "interval misses its point": lambda path, data: (
+        _entry(data, 3)["judged"]["baseline"][0].update(point=100.0), _dump(path, data)),
+    "unknown field": lambda path, data: (_entry(data, 3)["result"][3].update(speedup_x=3), _dump(path, data)),
+    "problem not a problem": lambda path, data: (data["perf"]["2"][1].append([1, 2]), _dump(path, data)),
+    "key of another file": lambda path, data: (data["rounds"]["3"][0][2].__setitem__(2, [1, 2, 3, 4]),
+                                               _dump(path, data)),
+}
+
+
+def _dump(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("tamper", [*TAMPERS, "a folder", "a link out"])
+def test_a_tampered_cache_is_ignored(tmp_path: Path, tamper: str) -> None:
+    ws = _workspace(tmp_path / "ws")
+    expected = _uncached(ws)
+    _status_json(ws)  # writes the cache
+    path = ws / CACHE
+    data = json.loads(path.read_text())
+    if tamper == "a folder":
+        path.unlink()
+        path.mkdir()
+    elif tamper == "a link out":
+        outside = tmp_path / "elsewhere.json"
+        outside.write_text(path.read_text())
+        path.unlink()
+        path.symlink_to(outside)
+    else:
+        TAMPERS[tamper](path, data)
+    records.forget()
+    assert _status_json(ws) == expected
+    if tamper not in ("a folder", "a link out"):  # written again, valid: the next run reads it
+        assert json.loads(path.read_text())["version"] == 1
+
+
+def _pair_round(ws: Path, n: int, cand: tuple[float, float]) -> Path:
+    """A paired sidecar for round ``n`` (its cases a, b at ``cand``) against the baseline
+    operator (10 and 20), 4 blocks a case with a little noise on each side."""
+    perf = ws / f"opt-round-{n}" / "opt_add_perf.txt"
+    op = ws / "baseline" / "add.py"
+    base = [PerfRecord.model_validate(json.loads(line)) for line in (ws / "baseline" / "add_perf.txt").read_text().splitlines()]
+    rng = random.Random(n)
+    cases = []
+    for label, ref, value in (("a", 10.0, cand[0]), ("b", 20.0, cand[1])):
+        slots = []
+        for block in range(4):
+            for side in paired.block_order(block):
+                mid = ref if side == "reference" else value
+                slots.append(paired.PairedSlot(block=block, side=side,
+                                               samples_us=[mid * rng.uniform(0.99, 1.01) for _ in range(3)]))
+        cases.append(paired.PairedCase(case_label=label, block_reps=3, slots=slots))
+    run = paired.PairedRun(candidate=paired.OperatorRef(path=f"opt-round-{n}/opt_add.py"),
+                           reference=paired.OperatorRef(path="baseline/add.py", sha256=paired.sha256_of(op)),
+                           bench_file="bench_add.py", bench_mode=base[0].bench_mode or "perf-counter", backend="cpu",
+                           perf_file=str(perf), perf_sha256=paired.sha256_of(perf), reference_records=base,
+                           cases=cases)
+    path = paired.sidecar_path(perf)
+    paired.write_paired(path, run)
+    return path
+
+
+def _paired(snap: Any, n: int) -> Any:
+    comp = snap.rounds[n].comparison
+    return comp.paired.geomean if comp is not None and comp.paired is not None else None
+
+
+def _fresh(ws: Path) -> Any:
+    (ws / CACHE).unlink(missing_ok=True)
+    return load_workspace(ws)
+
+
+def test_a_sidecar_and_the_baseline_operator_it_pairs_against_are_watched(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    sidecar = _pair_round(ws, 3, (7.0, 14.0))
+    snap = load_workspace(ws)
+    found = _paired(snap, 3)
+    assert found is not None and found.interval is not None  # judged on the paired blocks
+    assert _paired(load_workspace(ws), 3) == found  # from .helix/cache/rounds.json
+
+    op = ws / "baseline" / "add.py"
+    original = op.read_text()
+    op.write_text(original + "# edited: the pairing no longer holds\n")
+    after_edit = reload(snap, [op])
+    assert _paired(after_edit, 3) is None
+    assert _paired(load_workspace(ws), 3) is None  # a full load with the cache present
+    assert after_edit.promotion == _fresh(ws).promotion
+
+    sidecar.unlink()
+    op.write_text(original)
+    restored = reload(after_edit, [op])
+    assert _paired(restored, 3) is None  # the operator is back, the sidecar gone
+    again = _pair_round(ws, 3, (7.0, 14.0))
+    with_sidecar = reload(restored, [again])
+    assert _paired(with_sidecar, 3) == found
+    assert with_sidecar.promotion == snap.promotion == _fresh(ws).promotion
+    os.utime(again, ns=(1, 1))  # a touched sidecar is read again, and gives the same
+    assert _paired(load_workspace(ws), 3) == found
