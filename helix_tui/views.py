@@ -8,7 +8,7 @@ instead of raising, so a malformed or vanished file shows as a message in the pa
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,8 @@ class PerfView:
     comparisons: list[Comparison]
     against: str
     note: str = ""
+    #: per comparison, the cases' roofline figures (perf/roofline.py); empty when none declares work
+    roofline: list[list[Any]] = field(default_factory=list)
 
 
 def parent_records(snap: WorkspaceSnapshot, view: RoundView) -> tuple[list[PerfRecord], str]:
@@ -78,7 +80,17 @@ def perf_view(snap: WorkspaceSnapshot, key: str, metric: str, against: str) -> P
                                                             view.perf_file or view.path, base, view.perf, metric)]
     except Exception as exc:  # noqa: BLE001 - a bad record must not stop the pane
         return PerfView(state_key, [], name, note=f"cannot compare: {exc}")
-    return PerfView(state_key, comparisons, name)
+    return PerfView(state_key, comparisons, name, roofline=_roofline(comparisons, base, view.perf, snap.root))
+
+
+def _roofline(comparisons: list[Comparison], base: list[PerfRecord], perf: list[PerfRecord], root: Path) -> list[list[Any]]:
+    """Each comparison's roofline rows (the engine computes them; a failure only hides them)."""
+    from helix_engine.perf.roofline import comparison_figures
+
+    try:
+        return [comparison_figures(c, base, perf, root) for c in comparisons]
+    except Exception:  # noqa: BLE001 - a nice-to-have line must not stop the pane
+        return []
 
 
 #: The speedup column: the ratio of means (upstream's number), then its own 95% interval when the
@@ -123,6 +135,16 @@ def exact_row(c: Comparison, index: int) -> str:
     return (f"{case.latency_id}: baseline={case.baseline_display or case.baseline_us}, "
             f"compare={case.compare_display or case.compare_us}, delta={case.delta_pct:.2f}%"
             + _exact("mean", case.mean) + _exact("median", case.median))
+
+
+def record_roofline(records: list[PerfRecord], root: Path) -> list[str]:
+    """Each baseline record's roofline figures (achieved GB/s, TFLOP/s, % of peak), "" without."""
+    from helix_engine.perf.roofline import record_text
+
+    try:
+        return [record_text(r, root) for r in records]
+    except Exception:  # noqa: BLE001
+        return ["" for _ in records]
 
 
 def record_rows(records: list[PerfRecord]) -> list[tuple[str, ...]]:

@@ -379,6 +379,45 @@ def format_block(comparisons: Sequence[Any], baseline: Sequence[Any], candidate:
     return lines
 
 
+def case_text(row: CaseRoofline, compare_name: str = "compare", baseline_name: str = "baseline") -> str:
+    """One compared case for the cockpit's exact line: ``roofline: baseline 1200 GB/s 28%,
+    round-2 3622 GB/s 86% (memory-bound)``."""
+    sides = [f"{name} {fig.short()}" + (f" ({j.bound})" if (j := judge(fig)) else "")
+             for name, fig in ((baseline_name, row.baseline), (compare_name, row.compare)) if fig is not None]
+    return "roofline: " + ", ".join(sides)
+
+
+def summary_text(rows: Sequence[CaseRoofline], name: str = "compare") -> str | None:
+    """The perf pane's one line for a comparison: the candidate's range of fractions of the
+    bandwidth (and compute) peak, how many cases each measurement decides, and which peak."""
+    figs = [r.compare for r in rows if r.compare is not None]
+    if not figs:
+        return None
+    parts = []
+    for label, values, peak in (
+        ("bandwidth", [f.bw_fraction for f in figs if f.bw_fraction is not None], figs[0].bw_peak),
+        ("compute", [f.compute_fraction for f in figs if f.compute_fraction is not None],
+         next((f.compute_peak for f in figs if f.compute_peak), None)),
+    ):
+        if values and peak is not None:
+            span = pct(min(values)) if len(values) == 1 or pct(min(values)) == pct(max(values)) \
+                else f"{pct(min(values))}–{pct(max(values))}"
+            parts.append(f"{span} of {label} ({_num(peak.value)} {'GB/s' if label == 'bandwidth' else 'TFLOP/s'}, "
+                         f"{peak.short})")
+    if not parts:
+        note = next((f.note for f in figs if f.note), None)
+        return f"roofline: {name} declares its work; no peak known" + (f" ({note})" if note else "")
+    bounds = [j.bound for f in figs if (j := judge(f)) is not None]
+    decided = ", ".join(f"{bounds.count(b)} {b}" for b in dict.fromkeys(bounds))
+    return f"roofline: {name} at " + "; ".join(parts) + (f" · by measurement: {decided}" if decided else "")
+
+
+def record_text(record: Any, workspace: Path | None = None) -> str:
+    """A single record's figures (the baseline table's roofline column), or ""."""
+    fig = for_record(record, workspace)
+    return fig.short() if fig is not None else ""
+
+
 def comparisons_to_json(comparisons: Sequence[Any], baseline: Sequence[Any], candidate: Sequence[Any],
                         workspace: Path | None = None) -> list[dict[str, Any]]:
     """The block as JSON: per comparison, per case, each side's figures and judgement."""

@@ -9,11 +9,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import DataTable, OptionList, Static
 
 from helix_engine.console import fmt_avg_change, fmt_relative
+from helix_engine.perf.roofline import case_text, summary_text
 from helix_engine.sanitize import clean
 from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui import render
 from helix_tui.render import plain
-from helix_tui.views import SPEEDUP_COLUMN, PerfView, comparison_rows, exact_row, record_rows
+from helix_tui.views import SPEEDUP_COLUMN, PerfView, comparison_rows, exact_row, record_roofline, record_rows
 
 #: Longest text a pane renders; more is cut with a note (the file opens in $EDITOR with e).
 MAX_PANE_CHARS = 400_000
@@ -133,8 +134,14 @@ class PerfPane(Vertical):
         key = view.key[0]
         if not view.comparisons:
             if key == render.BASELINE and snap.baseline is not None and snap.baseline.perf:
-                table.add_columns("case", "kernel", "total-op", "method", "error")
-                table.add_rows([[plain(cell) for cell in row] for row in record_rows(snap.baseline.perf)])
+                rows = record_rows(snap.baseline.perf)
+                roof = record_roofline(snap.baseline.perf, snap.root)
+                if any(roof):  # the cases declare bytes/flops: achieved GB/s, TFLOP/s, % of peak
+                    table.add_columns("case", "roofline", "kernel", "total-op", "method", "error")
+                    rows = [(row[0], figures, *row[1:]) for row, figures in zip(rows, roof)]
+                else:
+                    table.add_columns("case", "kernel", "total-op", "method", "error")
+                table.add_rows([[plain(cell) for cell in row] for row in rows])
                 summary.update(Text(f"baseline · {len(snap.baseline.perf)} cases · metric {metric}"))
             else:
                 summary.update(plain(view.note or "nothing to compare", "yellow"))
@@ -143,7 +150,8 @@ class PerfPane(Vertical):
         labels = ["case", SPEEDUP_COLUMN, "verdict", "delta", view.against, key.removeprefix("opt-")]
         table.add_columns(*[labels[i] for i in keep])
         lines = Text()
-        for c in view.comparisons:
+        for index, c in enumerate(view.comparisons):
+            roof = {r.latency_id: r for r in (view.roofline[index] if index < len(view.roofline) else [])}
             if len(view.comparisons) > 1:
                 heading = [Text(f"── {c.metric_source or c.requested} ──", style="bold")] + [""] * (len(keep) - 1)
                 table.add_row(*heading)
@@ -151,6 +159,8 @@ class PerfPane(Vertical):
                 cells = [plain(row[0]), plain(row[1]), _verdict(row[2]), *map(plain, row[3:])]
                 row_key = table.add_row(*[cells[j] for j in keep])
                 self._exact[row_key] = exact_row(c, i)
+                if c.cases[i].latency_id in roof:
+                    self._exact[row_key] += "\n" + case_text(roof[c.cases[i].latency_id], key, view.against)
             lines.append(f"{clean(c.metric_source or c.requested)}: ", style="bold")
             lines.append(f"geomean (mean) {render.estimate(c.geomean)} ")
             if c.geomean is not None and c.geomean.point < 1.0:  # a slowdown in words: 10.0x slower
@@ -171,6 +181,9 @@ class PerfPane(Vertical):
                 lines.append(f"\n{clean(c.context_warning)}", style="yellow")
             if any(d.baseline_display.startswith("NA") or d.compare_display.startswith("NA") for d in c.cases):
                 lines.append(" · t: total-op time (no kernel time)", style="dim")
+            roof_line = summary_text(list(roof.values()), key)
+            if roof_line:
+                lines.append(f"\n{clean(roof_line)}", style="cyan")
             lines.append("\n")
         lines.rstrip()
         if len(keep) < len(labels):  # the dropped time columns are on the line under the table
