@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -379,6 +380,23 @@ def render_trend_text(items: list[OperatorStatus]) -> str:
         for row in table:
             out.append("  ".join([row[0].ljust(name_w), *[row[j + 1].ljust(widths[j]) for j in cols]]).rstrip())
     return "\n".join(out) + "\n"
+
+
+def json_chunks(items: list[OperatorStatus], *, view: str = "best") -> Iterator[str]:
+    """``render(..., fmt="json")`` in pieces, for writing as it is encoded: at 1000 rounds the JSON
+    is 1 MB, and the joined text beside its ~100k pieces was the largest thing `status` held."""
+    data = render_trend_json(items) if view == "trend" else render_best_json(items)
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=False)  # what json.dumps(indent=2, …) uses
+    batch: list[str] = []
+    size = 0
+    for piece in encoder.iterencode(data):
+        batch.append(piece)
+        size += len(piece)
+        if size >= 1 << 16:
+            yield "".join(batch)
+            batch, size = [], 0
+    batch.append("\n")
+    yield "".join(batch)
 
 
 def render(items: list[OperatorStatus], *, view: str = "best", fmt: str = "text", color: bool = False) -> str:

@@ -62,7 +62,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from helix_engine.status import collect, render
+    from helix_engine.status import collect, json_chunks, render
 
     fmt = "json" if args.json else (args.format or "text")
     if fmt == "html" and args.view != "trend":
@@ -77,9 +77,10 @@ def _status(args: argparse.Namespace) -> int:
                          "harness) or at a folder of such workspaces.")
     for sentence in missing:
         print(f"warning: {clean(sentence)}; skipped", file=sys.stderr)
-    text = render(statuses, view=args.view, fmt=fmt, color=fmt == "text" and _use_color())
     if fmt == "json":
-        write_json_text(text)
-    else:  # text, markdown and html escape each workspace field (helix_engine.sanitize)
-        sys.stdout.write(text)
+        for piece in json_chunks(statuses, view=args.view):  # written as encoded (render's text, in pieces)
+            write_json_text(piece)
+        return 0
+    text = render(statuses, view=args.view, fmt=fmt, color=fmt == "text" and _use_color())
+    sys.stdout.write(text)  # text, markdown and html escape each workspace field (helix_engine.sanitize)
     return 0
