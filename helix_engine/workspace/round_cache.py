@@ -19,10 +19,12 @@ and an entry never changes a number (a hit yields what judging the same files ag
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -274,8 +276,9 @@ def _no_constant(name: str) -> Any:
 
 
 def _write(workspace: Path, data: dict[str, Any]) -> None:
-    """Atomically, into .helix/cache/ of the workspace, only through real folders inside it."""
-    from helix_engine.workspace.files import atomic_write_text
+    """Atomically (temp file + rename), into .helix/cache/ of the workspace, only through real
+    folders inside it. Not the engine's durable write (no fsync, not one of a transition's writes):
+    after a power loss the file may be empty or old, and then it is a miss."""
     from helix_engine.workspace.reading import inside
 
     helix = workspace / ".helix"
@@ -289,4 +292,13 @@ def _write(workspace: Path, data: dict[str, Any]) -> None:
     target = folder / CACHE_FILE
     if os.path.islink(target) or not inside(folder, workspace):
         return
-    atomic_write_text(target, json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n")
+    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{CACHE_FILE}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -55,12 +55,16 @@ def _die_after(monkeypatch: pytest.MonkeyPatch, count: int) -> list[str]:
 
 
 def _tree(ws: Path) -> dict[str, tuple[int, int, int]]:
-    """Every entry under ``ws`` (links not followed) with its mode, size and mtime."""
+    """Every entry under ``ws`` (links not followed) with its mode, size and mtime; not
+    .helix/cache/, the derived summaries status keeps (workspace/round_cache.py)."""
     found = {}
     for folder, dirs, names in os.walk(ws):
+        if os.path.relpath(folder, ws) == ".helix":
+            dirs[:] = [d for d in dirs if d != "cache"]
         for name in dirs + names:
             st = os.lstat(os.path.join(folder, name))
-            found[os.path.relpath(os.path.join(folder, name), ws)] = (st.st_mode, st.st_size, st.st_mtime_ns)
+            rel = os.path.relpath(os.path.join(folder, name), ws)
+            found[rel] = (st.st_mode, 0, 0) if rel == ".helix" else (st.st_mode, st.st_size, st.st_mtime_ns)
     return found
 
 
