@@ -171,6 +171,15 @@ class KeyActions(_AppBase):
             return
         self.run_engine("calibrate", actions.spawn_call(self.workspace, ["calibrate", "."]))
 
+    def action_agent_start(self) -> None:
+        """A: `helix agent start` on the workspace, a job like the CLI's (one agent at a time; a
+        missing command is refused with the sentence that says how to configure one). The Jobs
+        pane comes forward, where its output streams and x stops it."""
+        if self.snapshot is None:
+            return
+        self.run_engine("agent", actions.spawn_call(self.workspace, ["agent", "start", "."]))
+        self.action_tab("jobs")
+
     def action_start_round(self) -> None:
         from helix_tui.screens.forms import StartRoundScreen
 
