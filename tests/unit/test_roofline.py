@@ -228,3 +228,27 @@ def test_routing_is_decided_by_the_fraction_and_says_which_measurement(tmp_path:
 
     cpu = build_report(_trace_dir(tmp_path / "cpu", "cpu", 1.0, {"bytes": 3_622_000}))
     assert cpu.symptoms == [] and "not used" in cpu.roofline["routing"]
+
+
+# ------------------------------------------------------------------------------- examples
+
+
+@pytest.mark.parametrize("name", ["softmax", "layernorm", "matmul"])
+def test_the_examples_declare_their_work_from_shapes_and_dtypes(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_DEVICE", "cuda")  # the device-sized cases (only shapes are read, nothing runs)
+    bench = loader.import_file(Path(__file__).resolve().parents[2] / "examples" / name / f"bench_{name}.py",
+                               f"_roofline_bench_{name}")
+    for case in bench.build_bench_cases():
+        work = roofline.case_work(bench, case)
+        assert work is not None and work.dtype in ("fp16", "bf16", "fp32")
+        elt = {"fp16": 2, "bf16": 2, "fp32": 4}[work.dtype]
+        if name == "matmul":
+            m, n, k = case["mnk"]
+            assert (work.flops, work.bytes) == (2 * m * n * k, (m * k + k * n + m * n) * elt)
+        else:
+            rows, cols = case["shape"]
+            extra = 2 * cols * elt + 2 * rows * 4 if name == "layernorm" else 0
+            assert work.bytes == 2 * rows * cols * elt + extra and work.flops is None
+    if name == "softmax":  # the baseline's three kernels move more than the operator must
+        assert set(work.kernel_bytes) == {"row_max_kernel", "exp_sum_kernel", "normalize_kernel"}
+        assert sum(work.kernel_bytes.values()) > work.bytes
