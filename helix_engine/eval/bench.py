@@ -260,7 +260,13 @@ def compare_files(baseline: Path, candidate: Path, metric_source: str, skip: boo
 
     comps = compare_perf_files(baseline, candidate, b, c, metric_source, skip)
     rc = 0 if compare.comparisons_passed(comps) else 1
-    return compare.format_comparisons(comps), rc, [compare.comparison_to_json(x) for x in comps]
+    from helix_engine.perf import roofline
+    from helix_engine.perf.calibration import workspace_of_file
+
+    # as compare-perf prints it: upstream's block, our CI lines, then the roofline block
+    ws = workspace_of_file(candidate) or workspace_of_file(baseline)
+    block = "".join(line + "\n" for line in roofline.format_block(comps, b, c, ws))
+    return compare.format_comparisons(comps) + block, rc, [compare.comparison_to_json(x) for x in comps]
 
 
 def submitted_perf_refusal(op: Path) -> tuple[str, str] | None:
