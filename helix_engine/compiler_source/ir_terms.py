@@ -4,8 +4,8 @@ Why: the skill escalates to compiler source only after IR evidence narrowed the 
 first search is for what the capture itself names, not for words the agent guesses:
 - passes: MLIR dump headers (``IR Dump After CSE (cse)`` in ``all-ir.txt``) and the Ascend stage
   files ``bishengir_stages/<N>_<pass>.mlir``;
-- stages: the Triton stages captured (``ttir``, ``ttgir``, ``llir``, ``ptx``), which is how
-  triton's backends name their pass pipelines (``make_ttir``, ``passes.ttir.add_...``);
+- stages: the Triton MLIR stages captured (``ttir``, ``ttgir``), which is how triton's backends
+  name their pass pipelines (``make_ttir``, ``passes.ttir.add_...``);
 - ops: ``dialect.op`` at the start of an operation (``tt.load``, ``scf.for``, ``hivm.hir.vadd``);
 - attributes and layouts: ``tt.divisibility = 16``, ``"ttg.num-warps" = 4``, ``#ttg.blocked<``.
 Stage files are read through the workspace's safe reader; ``loc(...)`` and other strings are
@@ -63,7 +63,8 @@ def round_ir_dir(workspace: Path, n: int) -> Path:
     declared = state.get("ir_dir")
     if isinstance(declared, str) and declared.strip():
         candidate = round_dir / declared
-        if candidate.is_dir() and not candidate.is_symlink():
+        # a declared folder is used only inside the round (round-state.json is workspace data)
+        if candidate.is_dir() and not candidate.is_symlink() and round_dir.resolve() in candidate.resolve().parents:
             return candidate
     folder = round_dir / "ir"
     if not folder.is_dir():

@@ -257,3 +257,17 @@ def test_names_of_a_real_cpu_capture_found_in_the_installed_triton_package() -> 
         assert (package / d.path).read_text().splitlines()[d.line - 1].strip()[:200] == d.text
     load = [d for d in located.definitions if d.kind == "tablegen" and d.name == "TT_LoadOp"]
     assert load and load[0].path.endswith("TritonOps.td")
+
+
+def test_round_state_ir_dir_is_used_only_inside_the_round(tmp_path: Path) -> None:
+    from helix_engine.compiler_source.ir_terms import round_ir_dir
+
+    ws = tmp_path / "ws"
+    round_dir = ws / "opt-round-1"
+    shutil.copytree(ASCEND_IR, round_dir / "ir-b")
+    shutil.copytree(ASCEND_IR, tmp_path / "elsewhere")
+    (round_dir / "round-state.json").write_text(json.dumps({"ir_dir": "ir-b"}))
+    assert round_ir_dir(ws, 1) == round_dir / "ir-b"
+    (round_dir / "round-state.json").write_text(json.dumps({"ir_dir": "../../elsewhere"}))
+    with pytest.raises(HelixError, match="has no IR capture"):
+        round_ir_dir(ws, 1)
