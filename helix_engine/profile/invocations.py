@@ -212,7 +212,7 @@ def kernel_details_by_step(path: Path, repeats: int, *, keep_steps: bool = True,
     steps: list[pl.DataFrame] = []
     pairs: list[pl.DataFrame] = []
     def queries(rows: pl.LazyFrame) -> list[pl.LazyFrame]:  # grouped by the raw cells; cleaned in _first_seen
-        frame = rows.with_columns(number("Duration(us)").alias(_D))
+        frame = rows.rename({"Duration(us)": _D})  # already a number (see `numbers` below)
         valid = frame.filter(pl.col(_D).is_not_null())
         out = [valid.group_by("Name").agg(pl.col(ROW).min(), pl.col(_D).sum())]
         if "Step Id" in report.header:
@@ -222,7 +222,7 @@ def kernel_details_by_step(path: Path, repeats: int, *, keep_steps: bool = True,
         return out
 
     for found in aggregate_chunks(path, report, ("Name", "Duration(us)", "Step Id"), queries, root=root,
-                                  required=("Name", "Duration(us)")):
+                                  required=("Name", "Duration(us)"), numbers=("Duration(us)",)):
         for part, into in zip(found, (sums, steps, pairs)):
             into.append(part)
     raise_on(report)

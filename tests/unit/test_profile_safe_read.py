@@ -176,3 +176,23 @@ def test_polars_is_imported_only_to_parse_a_profile() -> None:
             f"f({str(KD)!r}, 10); print('polars' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"  # the check above can fail
+
+
+def test_numbers_of_a_column_read_cells_as_number_does(tmp_path: Path) -> None:
+    """The per-chunk conversion (`numbers_of`) and the per-row expression (`number`) agree on
+    every cell: bare numbers, TAB/space-padded ones, N/A, garbage, inf and nan; and a duration
+    column holding them averages the same through kernel_details_by_step."""
+    import polars as pl
+
+    cells = ["1.5", " 2.5", "3.5\t", "\t4 ", "N/A", "", None, "inf", "-inf", "nan", "1_000", "1e3", "x", "-0"]
+    series = pl.Series("c", cells, dtype=pl.String)
+    expected = pl.DataFrame({"c": series}).select(csvstream.number("c")).to_series().to_list()
+    assert csvstream.numbers_of(series).to_list() == expected
+    assert expected[:4] == [1.5, 2.5, 3.5, 4.0] and expected[7:10] == [None, None, None]
+    bare = pl.Series("c", ["1.5", "2", None], dtype=pl.String)  # the fast path: a plain cast
+    assert csvstream.numbers_of(bare).to_list() == [1.5, 2.0, None]
+    path = tmp_path / "kernel_details.csv"
+    path.write_text("Step Id,Name,Duration(us)\n" + "".join(f"{i % 2 + 1},k,{c or ''}\n" for i, c in enumerate(cells))
+                    + "1,only_na,N/A\n")
+    finite = [v for v in expected if v is not None]
+    assert ascend.op_averages_from_kernel_details(path, 9) == {"k": pytest.approx(sum(finite) / 2)}
