@@ -68,13 +68,14 @@ def measure_size(ws: Path, upstream: Path, repeats: int) -> dict[str, Any]:
     """Interleaved fresh-process runs of both tools on one workspace."""
     sides: dict[str, list[_measure.Run]] = {"helix": [], "upstream": []}
     argv = {"helix": helix_status_argv(ws), "upstream": [str(upstream), "status", "-i", str(ws), "--format", "json"]}
+    cold = _measure.run(argv["helix"], cwd=ws.parent)  # the first helix run: no .helix/cache/rounds.json yet
     for command in argv.values():  # warm-up: page cache and .pyc files, not counted
         _measure.run(command, cwd=ws.parent)
     for _ in range(repeats):
         for name, runs in sides.items():
             runs.append(_measure.run(argv[name], cwd=ws.parent))
     best = {name: _best_round(runs[-1].stdout) for name, runs in sides.items()}
-    return {"runs": sides, "best": best, "argv": argv, "load": _measure.load_average()}
+    return {"runs": sides, "best": best, "argv": argv, "load": _measure.load_average(), "cold": cold}
 
 
 def _median(runs: list[_measure.Run], attr: str) -> float:
@@ -85,8 +86,10 @@ def size_rows(size: int, got: dict[str, Any]) -> list[dict[str, Any]]:
     helix, upstream = got["runs"]["helix"], got["runs"]["upstream"]
     agree = "both name " + str(got["best"]["helix"]) if got["best"]["helix"] == got["best"]["upstream"] else (
         f"DISAGREE on best round: helix {got['best']['helix']}, upstream {got['best']['upstream']}")
-    common = (f"{len(helix)} interleaved fresh processes each after a warm-up; {got['load']}; "
-              f"peak RSS by {helix[0].method}; {agree}")
+    cold = got["cold"]
+    common = (f"{len(helix)} interleaved fresh processes each after a warm-up (helix's warm-up also writes its "
+              f"per-round summaries, .helix/cache/rounds.json; its first run before that: {cold.wall_s:.3f} s, "
+              f"{cold.peak_mib:.1f} MiB); {got['load']}; peak RSS by {helix[0].method}; {agree}")
     wall_h, wall_u = _median(helix, "wall_s"), _median(upstream, "wall_s")
     rss_h, rss_u = _median(helix, "peak_mib"), _median(upstream, "peak_mib")
     cpu = ""
