@@ -151,7 +151,7 @@ class PerfPane(Vertical):
         table.add_columns(*[labels[i] for i in keep])
         lines = Text()
         for index, c in enumerate(view.comparisons):
-            roof = {r.latency_id: r for r in (view.roofline[index] if index < len(view.roofline) else [])}
+            case_roofs = {r.latency_id: r for r in (view.roofline[index] if index < len(view.roofline) else [])}
             if len(view.comparisons) > 1:
                 heading = [Text(f"── {c.metric_source or c.requested} ──", style="bold")] + [""] * (len(keep) - 1)
                 table.add_row(*heading)
@@ -159,8 +159,8 @@ class PerfPane(Vertical):
                 cells = [plain(row[0]), plain(row[1]), _verdict(row[2]), *map(plain, row[3:])]
                 row_key = table.add_row(*[cells[j] for j in keep])
                 self._exact[row_key] = exact_row(c, i)
-                if c.cases[i].latency_id in roof:
-                    self._exact[row_key] += "\n" + case_text(roof[c.cases[i].latency_id], key, view.against)
+                if c.cases[i].latency_id in case_roofs:
+                    self._exact[row_key] += "\n" + case_text(case_roofs[c.cases[i].latency_id], key, view.against)
             lines.append(f"{clean(c.metric_source or c.requested)}: ", style="bold")
             lines.append(f"geomean (mean) {render.estimate(c.geomean)} ")
             if c.geomean is not None and c.geomean.point < 1.0:  # a slowdown in words: 10.0x slower
@@ -181,7 +181,7 @@ class PerfPane(Vertical):
                 lines.append(f"\n{clean(c.context_warning)}", style="yellow")
             if any(d.baseline_display.startswith("NA") or d.compare_display.startswith("NA") for d in c.cases):
                 lines.append(" · t: total-op time (no kernel time)", style="dim")
-            roof_line = summary_text(list(roof.values()), key)
+            roof_line = summary_text(list(case_roofs.values()), key)
             if roof_line:
                 lines.append(f"\n{clean(roof_line)}", style="cyan")
             lines.append("\n")
