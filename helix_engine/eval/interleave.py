@@ -3,9 +3,10 @@
 Per case: both closures are built and warmed up, then ``blocks`` blocks run, each four slots of
 ``block_reps`` timed repetitions: reference, candidate, candidate, reference (ABBA), the next
 block BAAB. A drift (clock, temperature, a neighbour's load) that is linear over a block hits
-both sides equally, and the block alternation cancels what is left of the slot order. Each
-slot is timed by the bench mode's own function (eval/timing.py), so a paired number means what
-an unpaired one means.
+both sides equally, and the block alternation cancels what is left of the slot order. A case of
+fewer than 2 * MIN_BLOCKS repetitions gets blocks of one slot per side (AB, then BA), so each
+side records the repetitions the case asked for, not twice as many. Each slot is timed by the
+bench mode's own function (eval/timing.py), so a paired number means what an unpaired one means.
 
 Returns the candidate's records (the canonical perf file), the reference's records, and each
 case's slots in measurement order (perf/paired.PairedCase). Never imports helix's parent side.
@@ -26,13 +27,17 @@ TARGET_BLOCKS: dict[str, int] = {"perf-counter": 10, "device-event": 10, "torch-
 MIN_BLOCKS = 3
 
 
-def plan(repeats: int, mode: str, block_reps: int | None = None, blocks: int | None = None) -> tuple[int, int]:
-    """(block_reps, blocks) for a case of ``repeats`` repetitions: each side gets 2·block_reps
-    repetitions per block and at least ``repeats`` in all (at least MIN_BLOCKS blocks)."""
+def plan(repeats: int, mode: str, block_reps: int | None = None, blocks: int | None = None) -> tuple[int, int, int]:
+    """(block_reps, blocks, slots per side per block) for a case of ``repeats`` repetitions: each
+    side gets slots·block_reps repetitions per block and at least ``repeats`` in all, in at least
+    MIN_BLOCKS blocks. ABBA blocks (2 slots per side) when ``repeats`` allows MIN_BLOCKS of them;
+    below that, AB/BA blocks of one slot per side (a 3-repetition case records 3 samples a side)."""
     target = TARGET_BLOCKS.get(mode, 8)
+    if not block_reps and not blocks and repeats < 2 * MIN_BLOCKS:
+        return 1, max(MIN_BLOCKS, repeats), 1
     k = block_reps if block_reps and block_reps > 0 else max(1, round(repeats / (2 * target)))
     n = blocks if blocks and blocks > 0 else max(MIN_BLOCKS, math.ceil(repeats / (2 * k)))
-    return k, n
+    return k, n, 2
 
 
 def merge(timings: list[Any]) -> Any:
@@ -65,14 +70,15 @@ def merge(timings: list[Any]) -> Any:
 
 
 def _blocks(measure: Any, warmup: int, k: int, n_blocks: int, timings: dict[str, list[Any]],
-            slots: list[dict[str, Any]]) -> None:
-    """Warm both sides (compile, caches), then the ABBA/BAAB blocks; fills ``timings``/``slots``."""
+            slots: list[dict[str, Any]], per_side: int = 2) -> None:
+    """Warm both sides (compile, caches), then the ABBA/BAAB (or AB/BA) blocks; fills
+    ``timings``/``slots``."""
     from helix_engine.perf.paired import block_order
 
     for side in ("reference", "candidate"):
         measure(side, warmup, 1)
     for block in range(n_blocks):
-        for side in block_order(block):
+        for side in block_order(block, per_side):
             timing = measure(side, 0, k)
             timings[side].append(timing)
             slots.append({"block": block, "side": side,
@@ -116,7 +122,7 @@ def run_paired(request: dict[str, Any], request_path: Path, backend: Any, events
             warmup = min(warmup, int(request["warmup_cap"]))
         if request.get("repeats_cap") is not None:
             repeats = min(repeats, int(request["repeats_cap"]))
-        k, n_blocks = plan(repeats, mode, request.get("block_reps"), request.get("blocks"))
+        k, n_blocks, per_side = plan(repeats, mode, request.get("block_reps"), request.get("blocks"))
         fns: dict[str, Any] = {}
         errors: dict[str, str] = {}
         for side in ("reference", "candidate"):
@@ -139,7 +145,7 @@ def run_paired(request: dict[str, Any], request_path: Path, backend: Any, events
                     return time_case(mode, built[side], w, reps, backend, harness[side].kernel_names, case_id,
                                      request_path)
 
-                _blocks(measure, warmup, k, n_blocks, timings, slots)
+                _blocks(measure, warmup, k, n_blocks, timings, slots, per_side)
         except Exception as exc:  # noqa: BLE001 - a case error is data, not a crash
             errors.setdefault("candidate", f"{type(exc).__name__}: {exc}")
             failures.report(case.id, exc)

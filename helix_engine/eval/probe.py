@@ -2,8 +2,10 @@
 
 Upstream caps (warmup ≤1, repeats ≤3, applied in the profiler modes), classifier and
 thresholds (spec §5), and the baseline probe cache under ``.helix/`` guarded by an O_EXCL
-lock. ``adaptive=True`` keeps sampling in batches until three consecutive batches give the
-same verdict (or the budget ends) and reports the time to verdict.
+lock. The classifier reads each case's ratio of medians where both sides carry samples
+(``probe_speedups``). ``adaptive=True`` measures both sides in paired blocks in one job and
+stops as soon as the geomean's interval settles the verdict (perf/sequential.py) or the budget
+ends, and reports the time to verdict.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ from helix_engine.workspace.reading import owning_workspace, read_bytes_safe, re
 PROBE_WARMUP, PROBE_REPEATS = 1, 3
 CAPPED_MODES = ("torch-npu-profiler", "torch-profiler")
 LOCK_RETRY_S, LOCK_RETRIES, LOCK_STALE_S = 1.0, 1800, 1800.0
-STABLE_BATCHES = 3
 SUMMARIES = {
     "likely_gain": "The probe points to a likely gain. It is advisory only: run the canonical "
     "run-bench and compare-perf before any official claim.",
@@ -74,6 +75,25 @@ def classify(speedups: list[float]) -> Classification:
     return Classification(label, geomean, avg, improved, regressed, low)
 
 
+def probe_speedups(ev: RoundEvaluation) -> list[float]:
+    """The per-case speedups a probe classifies: the ratio of medians where both sides carry
+    samples (one slow outlier among a few samples cannot flip it), else upstream's ratio of means.
+
+    Why: the paired probe classified by the ratio of means; on a loaded CPU one preempted
+    repetition made a 300 µs case read 11x slower, and one such case (min <= 0.85) turned a 1.5x
+    gain into ``likely_regression`` (so did the small device-event cases on an H200), while the
+    adaptive probe, reading medians, said ``likely_gain``."""
+    return [case.median.point if case.median is not None else case.speedup for case in ev.cases]
+
+
+def probe_statistic(ev: RoundEvaluation) -> str:
+    """Which statistic ``probe_speedups`` gave, as output lines name it."""
+    kinds = {"median" if case.median is not None else "mean" for case in ev.cases}
+    if kinds == {"median"}:
+        return "ratio of medians"
+    return "ratio of means" if kinds == {"mean"} else "ratio of medians (of means where a side has no samples)"
+
+
 @dataclass
 class ProbeOutcome:
     exit_code: int
@@ -92,7 +112,13 @@ class ProbeOutcome:
     time_to_verdict_s: float | None = None
     verdict_first_seen_s: float | None = None
     elapsed_s: float | None = None
-    stable: bool | None = None
+    stable: bool | None = None  # adaptive: the verdict settled before the budget ended
+    decision: str | None = None  # adaptive: faster / slower / equivalent / unsettled (perf/sequential.py)
+    interval: tuple[float, float] | None = None  # adaptive: the last look's geomean interval
+    interval_confidence: float | None = None
+    margin: float | None = None  # adaptive: the geomean's margin of practical equivalence
+    ready_s: float | None = None  # adaptive: from the command's start until both sides were built
+    statistic: str | None = None  # the speedup statistic classified ("ratio of medians")
     message: str | None = None
     paired_file: str | None = None  # the paired result of a paired probe (baseline measured in the same job)
     text: str = ""
@@ -174,6 +200,28 @@ def _evaluate(baseline: Path, candidate: Path, metric: str) -> RoundEvaluation:
                     baseline_name=str(baseline), compare_name=str(candidate))
 
 
+DECISION_TEXT = {"faster": "faster: the interval lies wholly above 1 + margin",
+                 "slower": "slower: the interval lies wholly below 1 - margin",
+                 "equivalent": "equivalent: the interval lies wholly inside 1 ± margin",
+                 "unsettled": "not settled: the interval still straddles a margin"}
+
+
+def _adaptive_line(out: ProbeOutcome) -> str:
+    """``Adaptive: 2 look(s), 4 blocks per case; settled faster: ... (geomean ratio of medians
+    1.50x, 97.5% interval [1.44x, 1.57x], margin 1.0%)``."""
+    last = out.batches[-1]
+    decision = str(out.decision or "unsettled")
+    shown = (f"geomean ratio of medians {fmt_speedup(out.geomean_speedup)}" if out.geomean_speedup is not None
+             else "no geomean")
+    if out.interval is not None and out.interval_confidence is not None:
+        shown += (f", {out.interval_confidence:.1%} interval [{fmt_speedup(out.interval[0])}, "
+                  f"{fmt_speedup(out.interval[1])}]")
+    if out.margin is not None:
+        shown += f", margin {out.margin:.1%}"
+    return (f"Adaptive: {len(out.batches)} look(s), {last.get('blocks', 0)} paired blocks per case; "
+            f"{DECISION_TEXT.get(decision, decision)} ({shown})")
+
+
 def _render(out: ProbeOutcome, verbose: bool) -> str:
     lines = []
     if out.classification is None:
@@ -188,12 +236,15 @@ def _render(out: ProbeOutcome, verbose: bool) -> str:
             f"Advisory regressed cases: {out.regressed}",
             f"Summary: {SUMMARIES[out.classification]}",
         ]
+        if out.statistic:
+            lines.append(f"Speedup statistic: {out.statistic} (per case; the geomean above is of the same)")
         if out.batches:
-            state = "stable" if out.stable else "not stable (budget ended)"
-            lines.append(f"Adaptive: {len(out.batches)} batch(es), verdict {state}; first seen after "
-                         f"{out.verdict_first_seen_s:.1f} s; speedups are ratios of medians")
+            lines.append(_adaptive_line(out))
             lines.append(f"Time to verdict: {out.time_to_verdict_s:.1f} s" if out.time_to_verdict_s is not None
-                         else "Time to verdict: none (the budget ended first; the verdict above is the last batch's)")
+                         else "Time to verdict: none (the budget ended first; the verdict above is the last look's)")
+            if out.ready_s is not None:
+                lines.append(f"Start-up: {out.ready_s:.1f} s (job start, imports, both operators built) before "
+                             "the first timing")
     if verbose:
         if out.cache:
             lines.append(f"Baseline cache: {out.cache}")
@@ -272,8 +323,7 @@ def probe_bench(
     ev = _evaluate(perf_path, cand_path, metric_source)
     if ev.errors:
         return _fail(out, ev.errors[0], verbose)
-    _fill(out, classify([case.speedup for case in ev.cases]), ev.metric_source)
-    out.geomean_speedup = ev.geomean_speedup  # the core's number (the classifier's is the same formula)
+    _classified(out, ev)
     out.text = _render(out, verbose)
     return out
 
@@ -306,10 +356,19 @@ def _paired(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path, 
     ev = evaluate_paired(run, records, metric=metric, with_ci=False, sidecar=sidecar_path(cand_path))
     if ev.errors:
         return _fail(out, ev.errors[0], verbose)
-    _fill(out, classify([case.speedup for case in ev.cases]), ev.metric_source)
-    out.geomean_speedup = ev.geomean_speedup
+    _classified(out, ev)
     out.text = _render(out, verbose)
     return out
+
+
+def _classified(out: ProbeOutcome, ev: RoundEvaluation) -> None:
+    """Classify the core's per-case speedups (``probe_speedups``); the geomean printed is the
+    core's geomean of the same statistic."""
+    _fill(out, classify(probe_speedups(ev)), ev.metric_source)
+    out.statistic = probe_statistic(ev)
+    same = ev.geomean_median if out.statistic == "ratio of medians" else ev.geomean
+    if same is not None and out.statistic in ("ratio of medians", "ratio of means"):
+        out.geomean_speedup = same.point
 
 
 def _fill(out: ProbeOutcome, cls: Classification, source: str | None) -> None:
@@ -327,28 +386,41 @@ def _fail(out: ProbeOutcome, message: str, verbose: bool) -> ProbeOutcome:
 def _adaptive(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path, devices: list[str] | None,
               caps: dict[str, int | None], metric: str, budget_s: float, warnings: list[str], verbose: bool,
               on_event: Callable[[dict[str, Any]], None] | None) -> ProbeOutcome:
-    """One job holds both operators and samples them in alternating batches (see adaptive.py);
-    times are wall-clock from the moment the command started, start-up included."""
+    """One job holds both operators and measures them in paired blocks until a look settles the
+    verdict (adaptive.py, perf/sequential.py); times are wall-clock from the moment the command
+    started, start-up included. The margin is the workspace's calibrated one when its calibration
+    matches this bench mode and backend, else 1%."""
     from helix_engine.eval.jobrun import round_name_of, run_worker
+    from helix_engine.perf.calibration import margins_for
+    from helix_engine.workspace.models import PerfRecord
 
-    out = ProbeOutcome(0, None, None, warnings=warnings)
+    out = ProbeOutcome(0, None, None, warnings=warnings, statistic="ratio of medians")
     started = time.time()
+    margins = margins_for(ws, [PerfRecord(case_label="probe", bench_mode=mode, backend=be.name)])
     request = {"action": "adaptive", "operator_file": str(op), "baseline_operator_file": str(base_op),
-               "bench_file": str(bench), "bench_mode": mode, "deadline_ts": started + budget_s, **caps}
+               "bench_file": str(bench), "bench_mode": mode, "deadline_ts": started + budget_s,
+               "noise_margins": margins.model_dump(mode="json"), **caps}
     run = run_worker(ws, "probe-adaptive", request, backend=be, cwd=bench.parent, device_pool=devices,
                      round_name=round_name_of(op), on_event=on_event, timeout_s=budget_s + 300)
     result = run.result or {}
     if run.result is None or result.get("error") or not result.get("batches"):
         return _fail(out, f"the adaptive probe did not finish: {run.failure_text()}", verbose)
     out.elapsed_s = time.time() - started
+    if isinstance(result.get("ready_ts"), (int, float)):
+        out.ready_s = round(float(result["ready_ts"]) - started, 3)
     out.batches = [dict(b, elapsed_s=round(b.pop("ts") - started, 3)) for b in result["batches"]]
     last = out.batches[-1]
     out.classification, out.metric_source = last["verdict"], result.get("metric_source") or "unknown"
     out.geomean_speedup, out.avg_improvement_pct = last["geomean"], last["avg_improvement_pct"]
     out.improved, out.regressed = last["improved"], last["regressed"]
+    out.decision, out.margin, out.interval_confidence = last["decision"], last["margin"], last["confidence"]
+    if last.get("low") is not None and last.get("high") is not None:
+        out.interval = (last["low"], last["high"])
     out.stable = bool(result.get("stable"))
     if not out.stable:
-        warnings.append(f"the {budget_s:g} s budget ended before {STABLE_BATCHES} consecutive batches agreed")
+        warnings.append(f"the {budget_s:g} s budget ended before the geomean's interval settled the verdict "
+                        f"(wholly beyond or wholly inside the {margins.describe()} margin); measure longer "
+                        "(--budget-s) or run the canonical run-bench")
     verdicts = [b["verdict"] for b in out.batches]
     first = len(verdicts) - 1
     while first > 0 and verdicts[first - 1] == verdicts[-1]:

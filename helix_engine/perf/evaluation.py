@@ -146,11 +146,15 @@ def _resolvable(samples: tuple[float, ...]) -> tuple[float, ...] | None:
 
 
 def _estimate(statistic: Statistic, point: float, dist: Any, sample_point: float,
-              noise_margin: float) -> SpeedupEstimate:
-    low, high = stats.interval_around(dist, point, sample_point)
+              noise_margin: float, n_units: int | None = None, df: int | None = None,
+              confidence: float = stats.DEFAULT_CONFIDENCE) -> SpeedupEstimate:
+    """The statistic's interval, expanded for the number of units resampled (``n_units``: blocks
+    of a paired case, else the smaller side's samples; ``df`` for a geomean over cases), and its
+    verdict."""
+    low, high = stats.interval_around(dist, point, sample_point, confidence, n_units=n_units, df=df)
     judged = stats.verdict(stats.SpeedupCI(point, low, high), noise_band=noise_margin)
-    return SpeedupEstimate(statistic=statistic, point=point, interval=Interval(low=low, high=high),
-                           verdict=judged)
+    return SpeedupEstimate(statistic=statistic, point=point,
+                           interval=Interval(low=low, high=high, confidence=confidence), verdict=judged)
 
 
 def _geo(values: Sequence[float]) -> float:
@@ -164,12 +168,17 @@ class _CaseSamples:
     dists: dict[str, Any] = field(default_factory=dict)
     blocks: Sequence[Any] | None = None  # paired blocks (perf/paired.Block): bootstrap whole blocks
 
+    @property
+    def units(self) -> int:
+        """Independent units the bootstrap resamples: blocks, else the smaller side's samples."""
+        return len(self.blocks) if self.blocks is not None else min(len(self.b), len(self.c))
+
 
 def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
                noise_margin: float | NoiseMargins = DEFAULT_NOISE_MARGIN,
                ci_statistics: tuple[Statistic, ...] = STATISTICS,
                blocks: Mapping[str, Sequence[Any]] | None = None,
-               case_intervals: bool = True) -> RoundEvaluation:
+               case_intervals: bool = True, confidence: float = stats.DEFAULT_CONFIDENCE) -> RoundEvaluation:
     """Every number of a comparison, from the pairs a rule produced. ``ci_statistics`` limits
     the bootstrap to the statistics a caller needs (the promotion rule judges the mean only);
     ``case_intervals`` False leaves the cases without intervals (the geomean's is computed all
@@ -178,7 +187,8 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
     ``noise_margin``: one margin for every case, or per-case margins (``helix calibrate``).
     ``blocks``: latency id → the case's paired blocks (perf/paired.py): the reference and the
     candidate were measured in one job, interleaved; that case's samples are the blocks' and its
-    intervals resample whole blocks."""
+    intervals resample whole blocks. ``confidence``: of every interval (the adaptive probe's
+    sequential rule asks for wider ones at each look, perf/sequential.py)."""
     margins = as_margins(noise_margin)
     ev = RoundEvaluation(rule=rule, requested=paired.requested, errors=list(paired.errors),
                          skipped=list(paired.skipped), problems=list(paired.problems),
@@ -229,7 +239,7 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
             ev.geomean_median = SpeedupEstimate(
                 statistic="median", point=_geo([c.median.point for c in ev.cases if c.median is not None]))
     if with_ci:
-        _attach_intervals(ev, samples, any_samples, margins, ci_statistics, case_intervals)
+        _attach_intervals(ev, samples, any_samples, margins, ci_statistics, case_intervals, confidence)
     return ev
 
 
@@ -256,7 +266,7 @@ def _distribution(found: _CaseSamples, statistic: Statistic) -> Any:
 
 def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any_samples: bool,
                       margins: NoiseMargins, statistics: tuple[Statistic, ...],
-                      case_intervals: bool = True) -> None:
+                      case_intervals: bool = True, confidence: float = stats.DEFAULT_CONFIDENCE) -> None:
     """Each statistic's bootstrap interval and verdict, per case (judged by the case's own
     margin for that statistic) and for the geomean (by the mean of its cases' margins)."""
     for case in ev.cases:
@@ -271,9 +281,11 @@ def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any
             sample_point = stats.statistic_of(found.b, statistic) / stats.statistic_of(found.c, statistic)
             margin = margins.for_case(case.latency_id, statistic)
             if statistic == "mean":
-                case.mean = _estimate("mean", case.mean.point, dist, sample_point, margin)
+                case.mean = _estimate("mean", case.mean.point, dist, sample_point, margin, found.units,
+                                      confidence=confidence)
             elif case.median is not None:
-                case.median = _estimate("median", case.median.point, dist, sample_point, margin)
+                case.median = _estimate("median", case.median.point, dist, sample_point, margin, found.units,
+                                        confidence=confidence)
     if not ev.cases:
         return
     if not samples:
@@ -284,15 +296,18 @@ def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any
         ev.ci_note = f"No geomean CI: {missing} of {len(ev.cases)} cases lack usable samples."
         return
     found_all = [samples[case.latency_id] for case in ev.cases]
+    # the geomean's expansion: the fewest units of a case, and the cases' degrees of freedom summed
+    n_min, dof = min(s.units for s in found_all), sum(max(1, s.units - 1) for s in found_all)
     if ev.geomean is not None and "mean" in statistics:
         sample_geo = _geo([stats.statistic_of(s.b, "mean") / stats.statistic_of(s.c, "mean") for s in found_all])
         dist = stats.geomean_distribution([s.dists["mean"] for s in found_all])
-        ev.geomean = _estimate("mean", ev.geomean.point, dist, sample_geo, ev.noise_margin)
+        ev.geomean = _estimate("mean", ev.geomean.point, dist, sample_geo, ev.noise_margin, n_min, dof, confidence)
     if ev.geomean_median is not None and "median" in statistics:
         dist = stats.geomean_distribution([s.dists["median"] for s in found_all])
         point = ev.geomean_median.point
         ev.geomean_median = _estimate("median", point, dist, point,
-                                      margins.for_geomean([c.latency_id for c in ev.cases], "median"))
+                                      margins.for_geomean([c.latency_id for c in ev.cases], "median"), n_min, dof,
+                                      confidence)
 
 
 # --------------------------------------------------------------------------- entry points
@@ -302,7 +317,8 @@ def evaluate(baseline: Sequence[PerfRecord], candidate: Sequence[PerfRecord], *,
              metric: str = "auto", skip_latency_errors: bool = False, with_ci: bool = True,
              noise_margin: float | NoiseMargins = DEFAULT_NOISE_MARGIN, baseline_name: str = "baseline",
              compare_name: str = "compare", ci_statistics: tuple[Statistic, ...] = STATISTICS,
-             blocks: Mapping[str, Sequence[Any]] | None = None, case_intervals: bool = True) -> RoundEvaluation:
+             blocks: Mapping[str, Sequence[Any]] | None = None, case_intervals: bool = True,
+             confidence: float = stats.DEFAULT_CONFIDENCE) -> RoundEvaluation:
     """``candidate`` against ``baseline`` under ``rule``. Never raises on data. ``blocks``: the
     paired blocks of a paired run (see ``from_pairs``)."""
     if rule == "status":
@@ -316,7 +332,7 @@ def evaluate(baseline: Sequence[PerfRecord], candidate: Sequence[PerfRecord], *,
         paired = pair_records(baseline, candidate, metric, skip_latency_errors,
                               baseline_name=baseline_name, compare_name=compare_name)
     return from_pairs(paired, rule=rule, with_ci=with_ci, noise_margin=noise_margin, ci_statistics=ci_statistics,
-                      blocks=blocks, case_intervals=case_intervals)
+                      blocks=blocks, case_intervals=case_intervals, confidence=confidence)
 
 
 def live_case(baseline: Sequence[PerfRecord], record: dict[str, Any] | PerfRecord,

@@ -44,9 +44,14 @@ MIN_BLOCKS = 3
 _MEDIAN_CHUNK = 256
 
 
-def block_order(block: int) -> tuple[Side, ...]:
-    """ABBA for even blocks, BAAB for odd ones (A = reference)."""
-    return BLOCK_ORDERS[block % 2]
+#: Blocks of one slot per side (cases of few repetitions): AB, then BA.
+HALF_BLOCK_ORDERS: tuple[tuple[Side, ...], tuple[Side, ...]] = (("reference", "candidate"),
+                                                                ("candidate", "reference"))
+
+
+def block_order(block: int, per_side: int = 2) -> tuple[Side, ...]:
+    """ABBA for even blocks, BAAB for odd ones (A = reference); with ``per_side`` 1, AB and BA."""
+    return (BLOCK_ORDERS if per_side == 2 else HALF_BLOCK_ORDERS)[block % 2]
 
 
 # --------------------------------------------------------------------------- the sidecar
@@ -84,7 +89,8 @@ class PairedRun(_Model):
 
     schema_version: Literal[1] = 1
     kind: Literal["paired-bench"] = "paired-bench"
-    design: str = "ABBA/BAAB blocks (A = reference, B = candidate), block_reps repetitions per slot"
+    design: str = ("ABBA/BAAB blocks (AB/BA for cases of fewer than 6 repetitions; A = reference, B = candidate), "
+                   "block_reps repetitions per slot")
     candidate: OperatorRef
     reference: OperatorRef
     bench_file: str

@@ -73,7 +73,8 @@ def pairing_line(comparison: Comparison) -> str | None:
         return None
     job = f" (job {clean(pairing.job_id)})" if pairing.job_id else ""
     return (f"Paired: the reference {clean(pairing.reference_operator)} was measured in the same job{job}, "
-            "interleaved in ABBA/BAAB blocks; the intervals and verdicts below compare with it.")
+            "interleaved in blocks (ABBA/BAAB; AB/BA for few repetitions); the intervals and verdicts below "
+            "compare with it.")
 
 
 def format_ci_lines(comparison: Comparison) -> list[str]:

@@ -121,10 +121,11 @@ def bootstrap_medians_bruteforce(values: Sequence[float], n_resamples: int, seed
     return np.median(arr[idx], axis=1)
 
 
-def _percentile_ci(dist: Any, confidence: float) -> tuple[float, float]:
+def _percentile_ci(dist: Any, confidence: float, tail: float | None = None) -> tuple[float, float]:
+    """The percentile interval; ``tail`` (each end's probability) overrides (1 - confidence)/2."""
     import numpy as np
 
-    alpha = (1.0 - confidence) / 2.0
+    alpha = (1.0 - confidence) / 2.0 if tail is None else tail
     low, high = np.percentile(dist, [100 * alpha, 100 * (1 - alpha)])
     return float(low), float(high)
 
@@ -171,6 +172,64 @@ def verdict(ci: SpeedupCI, noise_band: float = NOISE_BAND) -> Verdict:
     if ci.high < 1.0 and ci.point < 1.0 - noise_band:
         return "slower"
     return "within-noise"
+
+
+# ------------------------------------------------------------ small-sample honesty
+
+
+def _t_two_sided(t: float, df: int) -> float:
+    """P(|T| <= t) for Student's t with integer ``df`` (Abramowitz & Stegun 26.7.3/26.7.4)."""
+    theta = math.atan(abs(t) / math.sqrt(df))
+    s, c = math.sin(theta), math.cos(theta)
+    if df == 1:
+        return 2.0 * theta / math.pi
+    if df % 2:
+        term = acc = c
+        for k in range(3, df - 1, 2):
+            term *= c * c * (k - 1) / k
+            acc += term
+        return 2.0 / math.pi * (theta + s * acc)
+    term = acc = 1.0
+    for k in range(2, df - 1, 2):
+        term *= c * c * (k - 1) / k
+        acc += term
+    return s * acc
+
+
+@functools.lru_cache(maxsize=512)
+def t_quantile(p: float, df: int) -> float:
+    """The ``p`` quantile (p > 0.5) of Student's t with ``df`` degrees of freedom: exact (bisection
+    on the closed-form CDF) up to 1000 df, the normal quantile's Cornish-Fisher series beyond.
+    numpy has no t distribution and scipy is not a dependency."""
+    if not 0.5 < p < 1.0 or df < 1:
+        raise ValueError(f"t_quantile needs 0.5 < p < 1 and df >= 1, not p={p}, df={df}")
+    if df > 1000:
+        z = statistics.NormalDist().inv_cdf(p)
+        return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+    target, low, high = 2.0 * p - 1.0, 0.0, 1.0
+    while _t_two_sided(high, df) < target:
+        high *= 2.0
+    for _ in range(100):
+        mid = (low + high) / 2.0
+        low, high = (mid, high) if _t_two_sided(mid, df) < target else (low, mid)
+    return (low + high) / 2.0
+
+
+def expanded_tail(confidence: float, n_units: int | None, df: int | None = None) -> float:
+    """The tail probability to cut from each end of a bootstrap distribution built from
+    ``n_units`` independent units (blocks, or samples), so the interval covers as a t interval
+    would (Hesterberg's expanded percentile interval: alpha'/2 = Phi(-sqrt(n/(n-1)) t_{alpha/2,df})).
+
+    Why: a plain percentile bootstrap is too narrow with few units (it uses the plug-in variance,
+    n-1 over n of the unbiased one, and normal instead of t quantiles). Simulated on A/A data
+    with 8 ABBA blocks it excluded the true 1.0 in 15% (ratio of means) and 9% (ratio of
+    medians) of cases instead of 5%; with 3 blocks in a quarter of them. ``df`` defaults to n-1."""
+    alpha = (1.0 - confidence) / 2.0
+    if n_units is None or n_units < 2:
+        return alpha
+    dof = max(1, df if df is not None else n_units - 1)
+    z = math.sqrt(n_units / (n_units - 1)) * t_quantile(1.0 - alpha, dof)
+    return statistics.NormalDist().cdf(-z)
 
 
 # ------------------------------------------------------------ the evaluation core's bootstrap
@@ -256,19 +315,42 @@ def ratio_bootstrap(b_samples: Sequence[float], c_samples: Sequence[float], stat
 
 
 def interval_around(dist: Any, point: float, sample_point: float,
-                    confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
+                    confidence: float = DEFAULT_CONFIDENCE, n_units: int | None = None,
+                    df: int | None = None) -> tuple[float, float]:
     """The 95% interval of the printed ``point``, from a bootstrap ``dist`` of the same statistic.
 
-    ``sample_point`` is the statistic of the kept samples (the ratio of sample means may differ a
-    little from the ratio of the records' averages when the samples were capped); the percentile
-    interval is moved by point/sample_point so it describes the printed number. A percentile
-    interval can still miss its own point when a few outliers make the distribution lumpy; it is
-    then widened to reach the point: never narrower, so a verdict can only get more careful.
+    ``n_units``: how many independent units (blocks, or samples) the bootstrap resampled; the
+    interval is then expanded for their number (``expanded_tail``). ``sample_point`` is the
+    statistic of the kept samples (the ratio of sample means may differ a little from the ratio
+    of the records' averages when the samples were capped); the percentile interval is moved by
+    point/sample_point so it describes the printed number. A percentile interval can still miss
+    its own point when a few outliers make the distribution lumpy; it is then widened to reach
+    the point: never narrower, so a verdict can only get more careful.
     """
-    low, high = _percentile_ci(dist, confidence)
+    low, high = _percentile_ci(dist, confidence, expanded_tail(confidence, n_units, df))
+    if n_units is not None and n_units >= 2 and math.isfinite(sample_point) and sample_point > 0:
+        # a percentile interval cannot reach past its most extreme resample: with 3 or 4 units
+        # that is far narrower than a t interval; take the t interval of the bootstrap's log
+        # spread as well (the wider of the two)
+        half = _t_half_width(dist, confidence, n_units, df)
+        low, high = min(low, sample_point * math.exp(-half)), max(high, sample_point * math.exp(half))
     scale = point / sample_point if sample_point > 0 and math.isfinite(sample_point) else 1.0
     low, high = low * scale, high * scale
     return min(low, point), max(high, point)
+
+
+def _t_half_width(dist: Any, confidence: float, n_units: int, df: int | None) -> float:
+    """sqrt(n/(n-1)) * t_{df} * s: the half-width, in log space, of a t interval whose standard
+    error s the bootstrap estimated, robustly: half the distance between the 15.9th and 84.1st
+    percentiles of log(dist) (the standard deviation for a normal distribution; a few extreme
+    resamples, e.g. one preempted block drawn three times, do not inflate it)."""
+    import numpy as np
+
+    logs = np.log(np.asarray(dist, dtype=float))
+    low, high = np.percentile(logs, [15.865525393145708, 84.13447460685429]) if logs.size > 1 else (0.0, 0.0)
+    sd = float(high - low) / 2.0
+    dof = max(1, df if df is not None else n_units - 1)
+    return math.sqrt(n_units / (n_units - 1)) * t_quantile(1.0 - (1.0 - confidence) / 2.0, dof) * sd
 
 
 def geomean_distribution(dists: Sequence[Any]) -> Any:

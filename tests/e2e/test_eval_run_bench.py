@@ -48,8 +48,8 @@ def test_bench_with_baseline_writes_upstream_perf_and_compares(tmp_path: Path) -
     rec = records[0]
     assert rec.kernel_names == ["softmax_kernel"] and rec.kernel_source == "operator"
     assert rec.bench_mode == "perf-counter" and rec.backend == "cpu" and rec.ops == []
-    # paired (the default with a reference): ABBA blocks give each side at least the 3 repeats
-    assert len(rec.samples_us) >= 3 and rec.stats.n == len(rec.samples_us)
+    # paired (the default with a reference): AB/BA blocks give each side the 3 repeats asked for
+    assert len(rec.samples_us) == 3 and rec.stats.n == len(rec.samples_us)
     assert rec.kernel_avg_time_us == pytest.approx(sum(rec.samples_us) / len(rec.samples_us))
     assert rec.total_op_avg_time_us == rec.kernel_avg_time_us
     # --unpaired: the baseline perf file now exists and is reused: exactly one new job

@@ -238,3 +238,19 @@ def test_fallback_case_uses_total_op_samples_only_when_both_sides_have_them() ->
     result = compare_records([both], [total_only])
     assert result.cases[0].median.verdict == "faster" and result.cases[0].median.point == 2.0
     assert result.cases[0].mean.point == 2.0  # 16/8: the records' averages
+
+
+# ------------------------------------------------------------------ small-sample honesty
+
+
+@pytest.mark.parametrize(("p", "df", "table"), [
+    (0.975, 1, 12.7062), (0.975, 2, 4.3027), (0.975, 7, 2.3646), (0.975, 30, 2.0423), (0.995, 3, 5.8409),
+    (0.995, 5, 4.0321), (0.995, 10, 3.1693), (0.9995, 4, 8.6103), (0.975, 5000, 1.9604)])
+def test_t_quantile_matches_the_table(p: float, df: int, table: float) -> None:
+    assert stats.t_quantile(p, df) == pytest.approx(table, abs=2e-4)
+
+
+def test_the_expanded_tail_shrinks_with_few_units_and_vanishes_with_many() -> None:
+    assert stats.expanded_tail(0.95, None) == pytest.approx(0.025)
+    assert stats.expanded_tail(0.95, 8) < 0.01 < stats.expanded_tail(0.95, 30) < 0.025
+    assert stats.expanded_tail(0.95, 100_000) == pytest.approx(0.025, rel=1e-3)
