@@ -25,7 +25,7 @@ import io
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, NamedTuple, TypeVar
 
 from helix_engine.errors import HelixError
 from helix_engine.workspace.models import Problem
@@ -185,57 +185,95 @@ def _chunks(handle: io.BufferedReader, report: CsvReadReport, columns: Sequence[
     for name in columns:
         if name in header and name not in index:
             index[name] = header.index(name)
-    blocks = _ahead(_good_prefix(b) for b in _blocks(handle, pending, report, synthetic))
+    last = f"c{len(header) - 1}"
+    wanted = sorted({f"c{i}" for i in index.values()} | {last}, key=lambda c: int(c[1:]))
+    numeric = [f"c{index[name]}" for name in dict.fromkeys(numbers) if name in index]
+
+    def read(block: bytes) -> _Block:
+        data, damage = _good_prefix(block)
+        return _Block(data, damage, *_read_block(data, len(synthetic), wanted, numeric))
+
+    blocks = _ahead(read(b) for b in _blocks(handle, pending, report, synthetic))
     try:
         with contextlib.closing(blocks):
             yield from _parse(blocks, report, synthetic, index, len(header), queries,
-                              [f"c{index[name]}" for name in dict.fromkeys(numbers) if name in index])
+                              lambda data: _read_block(data, len(synthetic), wanted, numeric))
     except OSError as exc:  # the disk, not the content
         report.problem(f"cannot be read ({exc.strerror or exc}); make it a readable regular file")
 
 
-def _parse(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, synthetic: bytes,
-           index: dict[str, int], width: int, queries: Queries,
-           numeric: Sequence[str] = ()) -> Iterator[list[pl.DataFrame]]:
-    """Parse each block with polars and run the queries on its rows (see `aggregate_chunks`).
+class _Block(NamedTuple):
+    """One block of whole lines, checked and parsed in the reading thread (see `_read_block`)."""
+
+    data: bytes  # after the synthetic header; cut before the first undecodable line
+    damage: str | None  # what cut it (None: nothing)
+    rows: pl.DataFrame | Exception | None  # None: no rows; an Exception: what polars raised
+    suspects: bool  # some row's last cell is empty: `_parse` checks those rows with the csv module
+
+
+def _read_block(data: bytes, prefix: int, wanted: list[str],
+                numeric: Sequence[str]) -> tuple[pl.DataFrame | Exception | None, bool]:
+    """polars' parse of one block: `ROW` (from 0 in the block) and the ``wanted`` columns as
+    strings, those in ``numeric`` then as `numbers_of` reads them; or what polars raised (`_parse`
+    decides what that means). The last of ``wanted`` is the header's last column: a row whose last
+    cell is empty may be short (truncated) or blank, so that is reported before it is converted."""
+    import polars as pl
+
+    if len(data) <= prefix:
+        return None, False
+    try:
+        frame = pl.read_csv(data, columns=wanted, infer_schema=False, truncate_ragged_lines=True,
+                            row_index_name=ROW)
+    except (pl.exceptions.PolarsError, OverflowError) as exc:
+        return exc, False
+    suspects = frame.get_column(wanted[-1]).null_count() > 0
+    if numeric:
+        frame = frame.with_columns(numbers_of(frame.get_column(c)) for c in numeric)
+    return frame, suspects
+
+
+def _parse(blocks: Iterator[_Block], report: CsvReadReport, synthetic: bytes, index: dict[str, int],
+           width: int, queries: Queries,
+           read: Callable[[bytes], tuple[pl.DataFrame | Exception | None, bool]]) -> Iterator[list[pl.DataFrame]]:
+    """Run the queries on each parsed block's rows, in order (see `aggregate_chunks`); ``read``
+    parses the blocks that the reading thread could not parse alone.
 
     A block that polars cannot parse and that holds an odd number of quotes ends inside a quoted
     cell spanning lines: it is parsed together with the next block. A quote that never closes
     is a problem after the whole lines before it are counted."""
     import polars as pl
 
-    last = f"c{width - 1}"
-    wanted = sorted({f"c{i}" for i in index.values()} | {last}, key=lambda c: int(c[1:]))
-    named = [pl.col(ROW), *(pl.col(f"c{i}").alias(name) for name, i in index.items())]
     first_row = 0  # rows parsed so far: a row's line is ROW + 2 (no profiler cell spans lines)
 
-    def parse(data: bytes) -> tuple[int, list[pl.DataFrame] | None]:
+    def parse(data: bytes, parsed: tuple[pl.DataFrame | Exception | None, bool] | None = None,
+              ) -> tuple[int, list[pl.DataFrame] | None]:
         """(rows parsed, the queries' results; None when the chunk's rows were all dropped)."""
-        # only the wanted columns are built (as strings); rows whose last cell is empty (short
-        # rows, blank lines, or an empty last column) send the chunk down the careful path
-        frame = pl.read_csv(data, columns=wanted, infer_schema=False, truncate_ragged_lines=True,
-                            row_index_name=ROW, row_index_offset=first_row)
+        frame, suspects = read(data) if parsed is None else parsed
+        if isinstance(frame, Exception):
+            raise frame
+        if frame is None:
+            return 0, None
         height = frame.height
-        if frame.get_column(last).null_count():
-            keep = _drop_short_rows(frame, memoryview(data)[len(synthetic):], last, width, first_row + 2, report)
+        if suspects:
+            keep = _drop_short_rows(frame, memoryview(data)[len(synthetic):], width, first_row + 2, report)
             if keep is None:
                 raise _Stop
             frame = keep
         report.rows += frame.height
         if not frame.height:
             return height, None
-        if numeric:
-            frame = frame.with_columns(numbers_of(frame.get_column(c)) for c in numeric)
+        named = [pl.col(ROW) + first_row, *(pl.col(f"c{i}").alias(name) for name, i in index.items())]
         return height, pl.collect_all(queries(frame.lazy().select(named)))
 
     carry = b""  # a block that ends inside a quoted cell spanning lines, to parse with the next one
     try:
-        for data, damage in blocks:
+        for data, damage, rows, suspects in blocks:
+            parsed: tuple[pl.DataFrame | Exception | None, bool] | None = (rows, suspects)
             if carry:
-                data, carry = b"".join((synthetic, carry, memoryview(data)[len(synthetic):])), b""
+                data, carry, parsed = b"".join((synthetic, carry, memoryview(data)[len(synthetic):])), b"", None
             if len(data) > len(synthetic):
                 try:
-                    height, found = parse(data)
+                    height, found = parse(data, parsed)
                 except (pl.exceptions.PolarsError, OverflowError) as exc:
                     if damage is None and data.count(b'"') % 2:
                         carry = data[len(synthetic):]
@@ -350,16 +388,13 @@ def _good_prefix(block: bytes) -> tuple[bytes, str | None]:
     return block, None
 
 
-def _drop_short_rows(frame: pl.DataFrame, block: memoryview, last: str, width: int, line: int,
+def _drop_short_rows(frame: pl.DataFrame, block: memoryview, width: int, line: int,
                      report: CsvReadReport) -> pl.DataFrame | None:
     """Rows whose last cell is empty may be short (truncated) or blank lines: re-read this chunk
     with the csv module to count their cells, drop short and blank rows (a warning for each of
     the first three short ones, with its line). Most chunks have no such row and skip this."""
     import polars as pl
 
-    suspects = frame.get_column(last).is_null()
-    if not suspects.any():
-        return frame
     csv.field_size_limit(MAX_LINE_BYTES)
     reader = csv.reader(io.StringIO(bytes(block).decode("utf-8"), newline=""))
     keep: list[bool] = []

@@ -127,13 +127,13 @@ def summarize_invocations(path: Path, mode: str, target: str | None, *,
     def queries(rows: pl.LazyFrame) -> list[pl.LazyFrame]:
         header = report.header
         name_col = first_present(header, names) or ""
-        frame = rows.with_columns(number(first_present(header, DURATION_COLUMNS) or "").alias(_D))
+        frame = rows.with_columns(pl.col(first_present(header, DURATION_COLUMNS) or "").alias(_D))  # a number
         out = [frame.group_by(name_col).agg(pl.col(ROW).min(), *_stat_of(pl.col(_D), _D))]  # raw names
         if "Step Id" in header:
             out.append(frame.select(pl.col("Step Id").unique()))
         if target is not None:
             hits = frame.filter((text(name_col) == target) & (pl.col(_D) > 0))
-            out.append(hits.select(_target_stats(header)))
+            out.append(_target_stats(hits, header))
             if "Block Dim" in header:
                 out.append(hits.select(number("Block Dim").drop_nulls().cast(pl.Int64, strict=False)
                                        .drop_nulls().unique(maintain_order=True)))
@@ -141,7 +141,7 @@ def summarize_invocations(path: Path, mode: str, target: str | None, *,
 
     parts: list[pl.DataFrame] = []
     for per_name, *rest in aggregate_chunks(path, report, wanted, queries, root=root,
-                                            any_of=(names, DURATION_COLUMNS)):
+                                            any_of=(names, DURATION_COLUMNS), numbers=DURATION_COLUMNS):
         header = report.header
         if summary.name_column is None:  # the first rows: name the columns as the old stream did
             summary.name_column = first_present(header, names)
@@ -171,22 +171,22 @@ def summarize_invocations(path: Path, mode: str, target: str | None, *,
     return summary
 
 
-def _target_stats(header: Sequence[str]) -> list[pl.Expr]:
+def _target_stats(hits: pl.LazyFrame, header: Sequence[str]) -> pl.LazyFrame:
     """The aggregates of the target's invocations: duration, each pipeline ratio (N/A → 0), cube
-    utilization (N/A → 0) and the waits > 0, each as ``<name>.n/.sum/.min/.max``."""
+    utilization (N/A → 0) and the waits > 0, each as ``<name>.n/.sum/.min/.max`` (each cell read
+    once, then aggregated four times)."""
     import polars as pl
 
-    exprs = _stat_of(pl.col(_D), "duration")
-    for col in RATIO_COLUMNS:
-        if col in header:
-            exprs += _stat_of(number(col).fill_null(0.0), col)
-    if CUBE_UTIL_COLUMN in header:
-        exprs += _stat_of(number(CUBE_UTIL_COLUMN).fill_null(0.0), CUBE_UTIL_COLUMN)
+    values = [pl.col(_D).alias("duration")]
+    values += [number(col).fill_null(0.0).alias(col) for col in (*RATIO_COLUMNS, CUBE_UTIL_COLUMN) if col in header]
     wait_col = first_present(header, WAIT_COLUMNS)
     if wait_col is not None:
-        wait = number(wait_col)
-        exprs += _stat_of(wait.filter(wait > 0), "wait")
-    return exprs
+        values.append(number(wait_col).alias("wait"))
+    exprs = [stat for value in values if (name := value.meta.output_name()) != "wait"
+             for stat in _stat_of(pl.col(name), name)]
+    if wait_col is not None:
+        exprs += _stat_of(pl.col("wait").filter(pl.col("wait") > 0), "wait")
+    return hits.select(values).select(exprs)
 
 
 @dataclass
