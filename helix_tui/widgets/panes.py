@@ -65,7 +65,7 @@ class CockpitHeader(Static):
 
 def backend_device(snap: WorkspaceSnapshot) -> str:
     """Backend and device as the newest perf file recorded them (what actually ran)."""
-    views = [snap.rounds[n] for n in sorted(snap.rounds, reverse=True)]
+    views = [snap.rounds[n] for n in sorted(snap.rounds, reverse=True)[:3]]  # records are read on demand: the newest
     records = [r for v in views for r in v.perf[:1]] + (snap.baseline.perf[:1] if snap.baseline else [])
     for record in records:
         if record.backend or record.device:
