@@ -36,6 +36,7 @@ class TableEntry:
     tflops: dict[str, float]
     cite: str
     approximate: bool = False  # a figure Huawei publishes only for the board, or not per die
+    cache_mb: float | None = None  # the last on-chip cache (L2): a working set below it can beat the DRAM roof
 
 
 def _half(fp16: float, fp32: float | None) -> dict[str, float]:
@@ -45,28 +46,36 @@ def _half(fp16: float, fp32: float | None) -> dict[str, float]:
     return out
 
 
-#: Most specific pattern first (H200 NVL before H200, A100 80GB before A100).
+#: Most specific pattern first (H200 NVL before H200, A100 80GB before A100). L2 sizes from the
+#: architecture whitepapers: 50 MB on GH100 parts (H100, H200), 40 MB A100, 96 MB L40S (AD102),
+#: 72 MB RTX 4090; none given for Ascend parts here.
 TABLE: tuple[TableEntry, ...] = (
     # NVIDIA H200 NVL datasheet: 4.8 TB/s HBM3e; FP16/BF16 Tensor 1,671 TFLOPS with sparsity (835.5 dense); FP32 60
-    TableEntry("NVIDIA H200 NVL", r"H200\s*NVL", 4800.0, _half(835.5, 60.0), "NVIDIA H200 NVL datasheet"),
+    TableEntry("NVIDIA H200 NVL", r"H200\s*NVL", 4800.0, _half(835.5, 60.0), "NVIDIA H200 NVL datasheet",
+               cache_mb=50.0),
     # NVIDIA H200 SXM datasheet: 4.8 TB/s HBM3e; FP16/BF16 Tensor 1,979 TFLOPS with sparsity (989.5 dense); FP32 67
-    TableEntry("NVIDIA H200 SXM", r"H200", 4800.0, _half(989.5, 67.0), "NVIDIA H200 SXM datasheet"),
+    TableEntry("NVIDIA H200 SXM", r"H200", 4800.0, _half(989.5, 67.0), "NVIDIA H200 SXM datasheet",
+               cache_mb=50.0),
     # NVIDIA H100 NVL datasheet: 3.9 TB/s; FP16 Tensor 1,671 TFLOPS with sparsity (835.5 dense); FP32 60
-    TableEntry("NVIDIA H100 NVL", r"H100\s*NVL", 3900.0, _half(835.5, 60.0), "NVIDIA H100 NVL datasheet"),
+    TableEntry("NVIDIA H100 NVL", r"H100\s*NVL", 3900.0, _half(835.5, 60.0), "NVIDIA H100 NVL datasheet",
+               cache_mb=50.0),
     # NVIDIA H100 PCIe datasheet: 2.0 TB/s HBM2e; FP16 Tensor 1,513 TFLOPS with sparsity (756.5 dense); FP32 51
-    TableEntry("NVIDIA H100 PCIe", r"H100\s*PCIe", 2000.0, _half(756.5, 51.0), "NVIDIA H100 PCIe datasheet"),
+    TableEntry("NVIDIA H100 PCIe", r"H100\s*PCIe", 2000.0, _half(756.5, 51.0), "NVIDIA H100 PCIe datasheet",
+               cache_mb=50.0),
     # NVIDIA H100 SXM datasheet: 3.35 TB/s HBM3; FP16 Tensor 1,979 TFLOPS with sparsity (989.5 dense); FP32 67
-    TableEntry("NVIDIA H100 SXM", r"H100", 3350.0, _half(989.5, 67.0), "NVIDIA H100 SXM datasheet"),
+    TableEntry("NVIDIA H100 SXM", r"H100", 3350.0, _half(989.5, 67.0), "NVIDIA H100 SXM datasheet",
+               cache_mb=50.0),
     # NVIDIA A100 datasheet: 80GB SXM 2,039 GB/s, 80GB PCIe 1,935 GB/s, 40GB 1,555 GB/s; FP16 Tensor 312; FP32 19.5
     TableEntry("NVIDIA A100 80GB SXM", r"A100.*SXM.*80|A100.*80.*SXM", 2039.0, _half(312.0, 19.5),
-               "NVIDIA A100 datasheet"),
-    TableEntry("NVIDIA A100 80GB PCIe", r"A100.*80", 1935.0, _half(312.0, 19.5), "NVIDIA A100 datasheet"),
-    TableEntry("NVIDIA A100 40GB", r"A100", 1555.0, _half(312.0, 19.5), "NVIDIA A100 datasheet"),
+               "NVIDIA A100 datasheet", cache_mb=40.0),
+    TableEntry("NVIDIA A100 80GB PCIe", r"A100.*80", 1935.0, _half(312.0, 19.5), "NVIDIA A100 datasheet",
+               cache_mb=40.0),
+    TableEntry("NVIDIA A100 40GB", r"A100", 1555.0, _half(312.0, 19.5), "NVIDIA A100 datasheet", cache_mb=40.0),
     # NVIDIA L40S datasheet: 864 GB/s GDDR6; FP16/BF16 Tensor 733 TFLOPS with sparsity (362.05 dense); FP32 91.6
-    TableEntry("NVIDIA L40S", r"L40S", 864.0, _half(362.05, 91.6), "NVIDIA L40S datasheet"),
+    TableEntry("NVIDIA L40S", r"L40S", 864.0, _half(362.05, 91.6), "NVIDIA L40S datasheet", cache_mb=96.0),
     # NVIDIA Ada whitepaper (RTX 4090): 1,008 GB/s GDDR6X; FP16 Tensor with FP32 accumulate 165.2 dense; FP32 82.6
     TableEntry("NVIDIA GeForce RTX 4090", r"RTX\s*4090", 1008.0, _half(165.2, 82.6),
-               "NVIDIA Ada Lovelace architecture whitepaper"),
+               "NVIDIA Ada Lovelace architecture whitepaper", cache_mb=72.0),
     # Huawei Atlas 800T A2 / 900 A2 material: Ascend 910B, 64 GB HBM2e at 1.6 TB/s (910B4: 32 GB at 0.8 TB/s);
     # FP16 ~414 (B1), ~376 (B2), ~313 (B3), ~280 (B4) TFLOPS. Huawei does not publish one datasheet per bin,
     # and gives no fp32 cube figure: measure with `helix calibrate --peak`.
@@ -180,6 +189,7 @@ class DevicePeaks:
     gbps: Peak | None = None
     tflops: dict[str, Peak] = field(default_factory=dict)
     note: str | None = None  # why no peak, or why the measured file was not used
+    cache_bytes: float | None = None  # the part's L2 (table): a smaller working set can read faster than DRAM
 
     @property
     def known(self) -> bool:
@@ -204,6 +214,8 @@ def peaks_for(device_name: str | None, workspace: Path | None = None) -> DeviceP
         elif entry is not None and dtype in entry.tflops:
             out.tflops[dtype] = Peak(entry.tflops[dtype], "table",
                                      f"{entry.part} {dtype} {'approx. ' if entry.approximate else ''}datasheet")
+    if entry is not None and entry.cache_mb:
+        out.cache_bytes = entry.cache_mb * 1e6
     if not out.known:
         out.note = why or (f"no peak known for {device_name or 'this device'}: run `helix calibrate --peak` "
                            "to measure it")

@@ -157,6 +157,7 @@ class Roofline:
     bw_peak: Peak | None
     compute_peak: Peak | None
     note: str | None = None
+    cache_bytes: float | None = None  # the device's L2, when known: a smaller working set can beat the DRAM roof
 
     @property
     def bw_fraction(self) -> float | None:
@@ -230,7 +231,8 @@ def figures(work: CaseWork, time_us: float, metric: str, peaks: DevicePeaks) -> 
     if tflops is not None and compute_peak is None and peaks.tflops and note is None:
         note = f"no compute peak for dtype {work.dtype or '(undeclared)'}: declare dtype fp16, bf16 or fp32"
     return Roofline(work, float(time_us), metric, peaks.device, gbps, tflops,
-                    peaks.gbps if gbps is not None else None, compute_peak if tflops is not None else None, note)
+                    peaks.gbps if gbps is not None else None, compute_peak if tflops is not None else None, note,
+                    peaks.cache_bytes)
 
 
 def record_time(record: Any) -> tuple[float | None, str]:
@@ -278,6 +280,24 @@ class Judgement:
 
     bound: Bound
     evidence: str
+    caveat: str | None = None  # e.g. above the copy peak because the working set fits the L2
+
+    @property
+    def text(self) -> str:
+        """``memory-bound`` or ``memory-bound, above the copy peak: fits the 50 MB L2``."""
+        return self.bound + (f", {self.caveat}" if self.caveat else "")
+
+
+def _above_peak(fig: Roofline) -> str | None:
+    """Why a bandwidth fraction reads over 100%: a DRAM copy peak does not bound a working set
+    that stays in the L2 between calls (run-bench reuses its inputs), or the declared bytes
+    count traffic the cache serves."""
+    if fig.bw_fraction is None or fig.bw_fraction <= 1.0:
+        return None
+    if fig.cache_bytes and fig.work.bytes and fig.work.bytes <= fig.cache_bytes:
+        return (f"above the copy peak: the working set ({fig.work.bytes / 1e6:.3g} MB) fits the "
+                f"{fig.cache_bytes / 1e6:.0f} MB L2")
+    return "above the copy peak: the declared bytes count traffic the cache serves"
 
 
 def judge(fig: Roofline | None) -> Judgement | None:
@@ -290,9 +310,12 @@ def judge(fig: Roofline | None) -> Judgement | None:
     if bw is None and cp is None:
         return None
     if bw is not None and bw >= MEMORY_BOUND_AT and fig.bw_peak is not None:
+        caveat = _above_peak(fig)
+        more = (f"; {caveat}, so this case times the cache, not DRAM: give a case a working set larger than the "
+                "L2 to see the DRAM roof") if caveat else ""
         return Judgement("memory-bound", f"achieved {_num(fig.gbps or 0)} GB/s = {bw:.0%} of "
                          f"{_num(fig.bw_peak.value)} GB/s ({fig.bw_peak.label}) ≥ {MEMORY_BOUND_AT:.0%}: "
-                         "at the bandwidth roof, only moving fewer bytes helps")
+                         f"at the bandwidth roof, only moving fewer bytes helps{more}", caveat)
     if cp is not None and cp >= COMPUTE_BOUND_AT and fig.compute_peak is not None:
         return Judgement("compute-bound", f"achieved {_num(fig.tflops or 0)} TFLOP/s = {cp:.0%} of "
                          f"{_num(fig.compute_peak.value)} TFLOP/s ({fig.compute_peak.label}) ≥ {COMPUTE_BOUND_AT:.0%}")
@@ -371,7 +394,7 @@ def format_block(comparisons: Sequence[Any], baseline: Sequence[Any], candidate:
         metric = getattr(comparison, "metric_source", None) or getattr(comparison, "requested", "")
         lines.append(f"Roofline (bytes/flops the bench cases declare ÷ {metric} time; % of the peak below):")
         for row in rows:
-            sides = [f"{side} {fig.short()}" + (f" ({j.bound})" if (j := judge(fig)) else "")
+            sides = [f"{side} {fig.short()}" + (f" ({j.text})" if (j := judge(fig)) else "")
                      for side, fig in (("baseline", row.baseline), ("compare", row.compare)) if fig is not None]
             line = f"  {row.latency_id}: " + ", ".join(sides)
             lines.extend([line] if len(line) <= 80 else [f"  {row.latency_id}:", *(f"    {s}" for s in sides)])
@@ -382,7 +405,7 @@ def format_block(comparisons: Sequence[Any], baseline: Sequence[Any], candidate:
 def case_text(row: CaseRoofline, compare_name: str = "compare", baseline_name: str = "baseline") -> str:
     """One compared case for the cockpit's exact line: ``roofline: baseline 1200 GB/s 28%,
     round-2 3622 GB/s 86% (memory-bound)``."""
-    sides = [f"{name} {fig.short()}" + (f" ({j.bound})" if (j := judge(fig)) else "")
+    sides = [f"{name} {fig.short()}" + (f" ({j.text})" if (j := judge(fig)) else "")
              for name, fig in ((baseline_name, row.baseline), (compare_name, row.compare)) if fig is not None]
     return "roofline: " + ", ".join(sides)
 
@@ -426,7 +449,8 @@ def comparisons_to_json(comparisons: Sequence[Any], baseline: Sequence[Any], can
         rows = comparison_figures(comparison, baseline, candidate, workspace)
         out.append({"metric_source": getattr(comparison, "metric_source", None), "cases": [
             {"latency_id": r.latency_id,
-             **{side: ({**fig.to_json(), "bound": (j.bound if (j := judge(fig)) else None)} if fig else None)
+             **{side: ({**fig.to_json(), "bound": (j.bound if (j := judge(fig)) else None),
+                        "caveat": (j.caveat if j else None)} if fig else None)
                 for side, fig in (("baseline", r.baseline), ("compare", r.compare))}}
             for r in rows]})
     return out
@@ -456,6 +480,7 @@ def profile_figures(work_json: Any, kernels: Sequence[tuple[str, float]], repeat
             verdict = judge(op_fig)
             out["operator"] = {**op_fig.to_json(), "kernels": resolved, "text": op_fig.text(),
                                "bound": verdict.bound if verdict else None,
+                               "caveat": verdict.caveat if verdict else None,
                                "evidence": verdict.evidence if verdict else None}
     single = resolved[0] if len(resolved) == 1 else None
     for name, time_us in per_call.items():

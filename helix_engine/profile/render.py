@@ -49,7 +49,8 @@ def _roofline_lines(roof: dict[str, Any]) -> list[str]:
     if op:
         kernels = ", ".join(f"`{clean(k)}`" for k in op.get("kernels", []))
         lines.append(f"- operator ({kernels}): {clean(op.get('text', ''))}"
-                     + (f" → **{clean(op['bound'])}**" if op.get("bound") else ""))
+                     + (f" → **{clean(op['bound'])}**" if op.get("bound") else "")
+                     + (f" ({clean(op['caveat'])})" if op.get("caveat") else ""))
     for k in roof.get("kernels", []):
         lines.append(f"- `{clean(k['name'])}`: {_num(k['bytes'], 0)} bytes ({clean(k['declared'])}) in "
                      f"{_num(k['time_us'])} µs: {clean(k['text'])}")

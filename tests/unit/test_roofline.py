@@ -252,3 +252,27 @@ def test_the_examples_declare_their_work_from_shapes_and_dtypes(name: str, monke
     if name == "softmax":  # the baseline's three kernels move more than the operator must
         assert set(work.kernel_bytes) == {"row_max_kernel", "exp_sum_kernel", "normalize_kernel"}
         assert sum(work.kernel_bytes.values()) > work.bytes
+
+
+def test_above_the_copy_peak_names_the_l2_when_the_working_set_fits() -> None:
+    """On the H200 the softmax round-1 case fp32_4096x1024 (32 MB moved) read 5625 GB/s against
+    a measured copy peak of 4230 GB/s (133%): its input stays in the 50 MB L2 between calls."""
+    from helix_engine.perf.peaks import DevicePeaks, Peak, peaks_for
+    from helix_engine.perf.roofline import CaseWork, figures, judge
+
+    assert peaks_for("NVIDIA H200").cache_bytes == 50e6
+    peaks = DevicePeaks("NVIDIA H200", gbps=Peak(4230.0, "measured", "copy bandwidth measured"), cache_bytes=50e6)
+    fits = figures(CaseWork(bytes=4096 * 1024 * 4 * 2), 5.96538, "kernel", peaks)
+    assert fits is not None and fits.bw_fraction is not None and fits.bw_fraction > 1.3
+    verdict = judge(fits)
+    assert verdict is not None and verdict.bound == "memory-bound"
+    assert verdict.caveat == "above the copy peak: the working set (33.6 MB) fits the 50 MB L2"
+    assert verdict.text == "memory-bound, above the copy peak: the working set (33.6 MB) fits the 50 MB L2"
+    assert "times the cache, not DRAM" in verdict.evidence
+    # a working set larger than the L2 that still reads above the peak: the declared bytes are suspect
+    big = figures(CaseWork(bytes=200e6), 200e6 / 4500e3, "kernel", peaks)
+    big_verdict = judge(big)
+    assert big_verdict is not None and big_verdict.caveat is not None and "declared bytes" in big_verdict.caveat
+    # at 94% of the peak there is nothing to explain
+    under = judge(figures(CaseWork(bytes=200e6), 200e6 / (0.94 * 4230e3), "kernel", peaks))
+    assert under is not None and under.caveat is None and under.text == "memory-bound"
