@@ -8,7 +8,7 @@ outside (`_measure.run`: wall time of the whole process, interpreter and imports
 CPU time; peak RSS by GNU time), and prints its own in-process parse time too:
 
 - helix: `helix_engine.profile.ascend.op_averages_from_kernel_details` (run-bench's per-op
-  per-step averages: polars over 8 MiB chunks read from the safe reader's descriptor);
+  per-step averages: polars over `CHUNK_BYTES` chunks read from the safe reader's descriptor);
 - polars: ``pl.scan_csv(path)`` → the three columns, cached, ``group_by("Name")`` sum of
   durations ÷ distinct Step Ids (polars reading the file its own way, from the path; of the
   forms tried, the fastest here: the streaming engine and two uncached scans were ~1.7x slower);
@@ -34,6 +34,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
+
+from helix_engine.profile.csvstream import CHUNK_BYTES  # noqa: E402 - the figure's note names it
 
 import _measure  # noqa: E402 - after the sys.path line above
 
@@ -173,7 +175,8 @@ def run(rows: int | None = None, repeats: int | None = None) -> list[dict[str, A
          "compare_to": f"polars, same run: {_measure.spread([r.peak_mib for r in runs['polars']])} MiB",
          "ratio": round(med("helix", "peak_mib") / med("polars", "peak_mib"), 3),
          "note": f"helix {_measure.spread([r.peak_mib for r in runs['helix']])} MiB (target ≤ {MEMORY_TARGET_MIB} "
-                 "MiB); polars' own scan holds the whole file in memory, helix reads 8 MiB chunks"},
+                 f"MiB); polars' own scan holds the whole file in memory, helix reads {CHUNK_BYTES >> 20} MiB "
+                 "chunks"},
         {"benchmark": "profile_csv", "figure": "kernel_details.csv per-op averages: csv.DictReader, whole process",
          "value": round(dict_run.wall_s, 3), "unit": "s", "compare_to": "helix, same run (median)",
          "ratio": round(dict_run.wall_s / helix_wall, 3),

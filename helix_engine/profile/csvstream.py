@@ -4,8 +4,11 @@ Why this shape:
 - Profiler CSVs (``kernel_details.csv``, ``op_summary_*.csv``) grow with kernel launches: a long
   run writes millions of rows, gigabytes. polars parses them in native code (about 10x the csv
   module), but its own ``scan_csv`` holds the whole file in memory; here the bytes are read in
-  chunks of `CHUNK_BYTES`, cut at a line end, and each chunk is parsed and aggregated before the
-  next is read, so memory stays flat whatever the file size.
+  chunks of `CHUNK_BYTES`, cut at a line end, into `BUFFERS` reused buffers that polars parses
+  in place, and each chunk is aggregated as it comes, so memory stays flat whatever the file
+  size. Three threads overlap: one reads, one parses, the caller's runs the queries (polars and
+  the reads release the GIL); only the columns asked for are built, the numbers a query needs
+  on every row converted once per chunk (`numbers_of`).
 - The bytes come from `open_workspace_file` (DESIGN principle 8: a regular file, no final
   symbolic link, inside its root, checked on the opened descriptor). polars never opens a path,
   so nothing can be swapped in between the check and the read, and a FIFO never blocks.
@@ -22,10 +25,11 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import itertools
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from helix_engine.errors import HelixError
 from helix_engine.workspace.models import Problem
@@ -40,8 +44,10 @@ if TYPE_CHECKING:
     import polars as pl
 
 T = TypeVar("T")
-#: Bytes parsed at once: ~30k kernel_details rows; peak memory is a few times this.
-CHUNK_BYTES = 8 << 20
+#: Bytes parsed at once: ~55k kernel_details rows; peak memory is a few times this (`BUFFERS`).
+CHUNK_BYTES = 16 << 20
+#: Read buffers in turn: one being read, one waiting, one being parsed (see `_chunks`).
+BUFFERS = 3
 #: One line longer than this is not a profiler row (the csv module's old field cap was 1 MiB).
 MAX_LINE_BYTES = 64 << 20
 #: The data-row index column every chunk carries (0-based; first-seen order of groups).
@@ -175,6 +181,8 @@ def read_table(path: Path, report: CsvReadReport, columns: Sequence[str], *, roo
 def _chunks(handle: io.BufferedReader, report: CsvReadReport, columns: Sequence[str], queries: Queries,
             required: Sequence[str], any_of: Sequence[Sequence[str]],
             numbers: Sequence[str] = ()) -> Iterator[list[pl.DataFrame]]:
+    import polars as pl
+
     pending = _read_header(handle, report, required, any_of)
     if pending is None:
         return
@@ -188,104 +196,86 @@ def _chunks(handle: io.BufferedReader, report: CsvReadReport, columns: Sequence[
     last = f"c{len(header) - 1}"
     wanted = sorted({f"c{i}" for i in index.values()} | {last}, key=lambda c: int(c[1:]))
     numeric = [f"c{index[name]}" for name in dict.fromkeys(numbers) if name in index]
-
-    def read(block: bytes) -> _Block:
-        data, damage = _good_prefix(block)
-        return _Block(data, damage, *_read_block(data, len(synthetic), wanted, numeric))
-
-    blocks = _ahead(read(b) for b in _blocks(handle, pending, report, synthetic))
+    named = [pl.col(f"c{i}").alias(name) for name, i in index.items()]
+    # one thread reads and checks the blocks, one parses them, this one runs the queries: all three
+    # at once (polars and the reads release the GIL)
+    blocks = _ahead(_blocks(handle, pending, report, synthetic), "helix-csv-read")
+    frames = _ahead(_frames(blocks, report, synthetic, wanted, numeric), "helix-csv-parse")
     try:
-        with contextlib.closing(blocks):
-            yield from _parse(blocks, report, synthetic, index, len(header), queries,
-                              lambda data: _read_block(data, len(synthetic), wanted, numeric))
+        with contextlib.closing(blocks), contextlib.closing(frames):  # the parsing thread first
+            for frame, first_row in frames:
+                yield pl.collect_all(queries(frame.lazy().select(pl.col(ROW) + first_row, *named)))
     except OSError as exc:  # the disk, not the content
         report.problem(f"cannot be read ({exc.strerror or exc}); make it a readable regular file")
 
 
-class _Block(NamedTuple):
-    """One block of whole lines, checked and parsed in the reading thread (see `_read_block`)."""
-
-    data: bytes  # after the synthetic header; cut before the first undecodable line
-    damage: str | None  # what cut it (None: nothing)
-    rows: pl.DataFrame | Exception | None  # None: no rows; an Exception: what polars raised
-    suspects: bool  # some row's last cell is empty: `_parse` checks those rows with the csv module
-
-
-def _read_block(data: bytes, prefix: int, wanted: list[str],
-                numeric: Sequence[str]) -> tuple[pl.DataFrame | Exception | None, bool]:
+def _read_block(data: bytes, wanted: list[str], numeric: Sequence[str]) -> tuple[pl.DataFrame, bool]:
     """polars' parse of one block: `ROW` (from 0 in the block) and the ``wanted`` columns as
-    strings, those in ``numeric`` then as `numbers_of` reads them; or what polars raised (`_parse`
-    decides what that means). The last of ``wanted`` is the header's last column: a row whose last
-    cell is empty may be short (truncated) or blank, so that is reported before it is converted."""
+    strings, those in ``numeric`` then as `numbers_of` reads them; and whether a row's last cell
+    is empty (the last of ``wanted`` is the header's last column: such a row may be short, i.e.
+    truncated, or blank; that is checked before the column is converted)."""
     import polars as pl
 
-    if len(data) <= prefix:
-        return None, False
-    try:
-        frame = pl.read_csv(data, columns=wanted, infer_schema=False, truncate_ragged_lines=True,
-                            row_index_name=ROW)
-    except (pl.exceptions.PolarsError, OverflowError) as exc:
-        return exc, False
+    frame = pl.read_csv(data, columns=wanted, infer_schema=False, truncate_ragged_lines=True, row_index_name=ROW)
     suspects = frame.get_column(wanted[-1]).null_count() > 0
     if numeric:
         frame = frame.with_columns(numbers_of(frame.get_column(c)) for c in numeric)
     return frame, suspects
 
 
-def _parse(blocks: Iterator[_Block], report: CsvReadReport, synthetic: bytes, index: dict[str, int],
-           width: int, queries: Queries,
-           read: Callable[[bytes], tuple[pl.DataFrame | Exception | None, bool]]) -> Iterator[list[pl.DataFrame]]:
-    """Run the queries on each parsed block's rows, in order (see `aggregate_chunks`); ``read``
-    parses the blocks that the reading thread could not parse alone.
+def _frames(blocks: Iterator[bytes], report: CsvReadReport, synthetic: bytes, wanted: list[str],
+            numeric: Sequence[str]) -> Iterator[tuple[pl.DataFrame, int]]:
+    """Each block's rows as polars parses them (see `_read_block`), short rows dropped, with the
+    number of data rows before the block (its rows' `ROW` counts from 0). Each block is used
+    before the next is asked for (`_blocks` reuses its buffer).
 
     A block that polars cannot parse and that holds an odd number of quotes ends inside a quoted
     cell spanning lines: it is parsed together with the next block. A quote that never closes
     is a problem after the whole lines before it are counted."""
     import polars as pl
 
+    prefix, width = len(synthetic), int(wanted[-1][1:]) + 1
     first_row = 0  # rows parsed so far: a row's line is ROW + 2 (no profiler cell spans lines)
 
-    def parse(data: bytes, parsed: tuple[pl.DataFrame | Exception | None, bool] | None = None,
-              ) -> tuple[int, list[pl.DataFrame] | None]:
-        """(rows parsed, the queries' results; None when the chunk's rows were all dropped)."""
-        frame, suspects = read(data) if parsed is None else parsed
-        if isinstance(frame, Exception):
-            raise frame
-        if frame is None:
-            return 0, None
+    def parse(data: bytes) -> tuple[int, pl.DataFrame | None]:
+        """(rows parsed, the rows kept; None when the chunk's rows were all dropped)."""
+        frame, suspects = _read_block(data, wanted, numeric)
         height = frame.height
         if suspects:
-            keep = _drop_short_rows(frame, memoryview(data)[len(synthetic):], width, first_row + 2, report)
+            keep = _drop_short_rows(frame, memoryview(data)[prefix:], width, first_row + 2, report)
             if keep is None:
                 raise _Stop
             frame = keep
         report.rows += frame.height
-        if not frame.height:
-            return height, None
-        named = [pl.col(ROW) + first_row, *(pl.col(f"c{i}").alias(name) for name, i in index.items())]
-        return height, pl.collect_all(queries(frame.lazy().select(named)))
+        return height, frame if frame.height else None
 
     carry = b""  # a block that ends inside a quoted cell spanning lines, to parse with the next one
     try:
-        for data, damage, rows, suspects in blocks:
-            parsed: tuple[pl.DataFrame | Exception | None, bool] | None = (rows, suspects)
+        for block in blocks:  # no reference to a block is left when the next is asked for
+            data, damage = _good_prefix(block)
+            del block
             if carry:
-                data, carry, parsed = b"".join((synthetic, carry, memoryview(data)[len(synthetic):])), b"", None
-            if len(data) > len(synthetic):
+                data, carry = b"".join((synthetic, carry, memoryview(data)[prefix:])), b""
+            parsed = None
+            if len(data) > prefix:
                 try:
-                    height, found = parse(data, parsed)
+                    parsed = parse(data)
                 except (pl.exceptions.PolarsError, OverflowError) as exc:
                     if damage is None and data.count(b'"') % 2:
-                        carry = data[len(synthetic):]
+                        carry = data[prefix:]
+                        del data
                         if len(carry) < MAX_LINE_BYTES:
                             continue
                         break
                     report.problem(f"is not a readable CSV file ({str(exc).splitlines()[0][:200]}); re-run "
                                    "the profiler", line=first_row + 2)
                     return
+            del data
+            if parsed is not None:
+                height, frame = parsed
+                if frame is not None:
+                    yield frame, first_row
                 first_row += height
-                if found is not None:
-                    yield found
             if damage is not None:
                 report.problem(damage, line=first_row + 2)
                 return
@@ -293,10 +283,10 @@ def _parse(blocks: Iterator[_Block], report: CsvReadReport, synthetic: bytes, in
             whole = _balanced_prefix(carry)
             if whole:
                 with contextlib.suppress(pl.exceptions.PolarsError, OverflowError):
-                    height, found = parse(synthetic + carry[:whole])
+                    height, frame = parse(synthetic + carry[:whole])
+                    if frame is not None:
+                        yield frame, first_row
                     first_row += height
-                    if found is not None:
-                        yield found
             report.problem("is not a readable CSV file (a quoted cell never ends); re-run the profiler",
                            line=first_row + 2)
     except _Stop:
@@ -323,24 +313,42 @@ def _balanced_prefix(data: bytes) -> int:
 
 def _blocks(handle: io.BufferedReader, pending: bytes, report: CsvReadReport, prefix: bytes) -> Iterator[bytes]:
     """The rest of the file in blocks of whole lines, about `CHUNK_BYTES` each, each after
-    ``prefix``: read into one reused buffer, then copied once into the bytes polars parses.
-    A block may end inside a quoted cell that spans lines; `_parse` then joins it to the next
-    (counting quotes here would cost a pass over every block for what profilers never write)."""
-    buffer = bytearray(CHUNK_BYTES)
-    view = memoryview(buffer)
-    while size := handle.readinto(buffer):
-        cut = buffer.rfind(b"\n", 0, size) + 1
+    ``prefix``, read into reused buffers that polars parses in place: each block is its buffer's
+    own bytes (`io.BytesIO.getvalue` shares them), reused `BUFFERS` blocks later (a block still
+    held then is copied by that write, never changed). A block may end inside a quoted cell that
+    spans lines; `_frames` then joins it to the next (counting quotes here would cost a pass over
+    every block for what profilers never write)."""
+    ring = [io.BytesIO() for _ in range(BUFFERS)]
+    for buffer in ring:
+        buffer.write(prefix)
+    for turn in itertools.count():
+        buffer = ring[turn % BUFFERS]
+        buffer.seek(len(prefix))
+        buffer.write(pending)  # the start of a line the last block cut
+        start = buffer.tell()
+        buffer.seek(start + CHUNK_BYTES - 1)
+        buffer.write(b"\0")  # room for the next read
+        with buffer.getbuffer() as view:
+            size = handle.readinto(view[start:start + CHUNK_BYTES])
+        buffer.truncate(start + size)
+        if not size:
+            if pending:
+                yield buffer.getvalue()
+            return
+        block = buffer.getvalue()
+        cut = block.rfind(b"\n", start) + 1
         if not cut:
-            pending += view[:size]
+            pending = block[len(prefix):]
             if len(pending) > MAX_LINE_BYTES:
                 report.problem(f"has a line over {MAX_LINE_BYTES >> 20} MB (not a profiler row); re-run the "
                                "profiler")
                 return
             continue
-        yield b"".join((prefix, pending, view[:cut]))
-        pending = bytes(view[cut:size])
-    if pending:
-        yield prefix + pending
+        pending = block[cut:]
+        del block  # unshared, so that the truncation below does not copy the buffer
+        buffer.truncate(cut)
+        yield buffer.getvalue()
+    raise AssertionError("unreachable")  # itertools.count() never ends
 
 
 def _read_header(handle: io.BufferedReader, report: CsvReadReport, required: Sequence[str],
@@ -416,9 +424,9 @@ def _drop_short_rows(frame: pl.DataFrame, block: memoryview, width: int, line: i
     return frame.filter(pl.Series(keep, dtype=pl.Boolean))
 
 
-def _ahead(items: Iterator[T]) -> Generator[T, None, None]:
-    """``items``, produced one ahead in a thread: the next block is read and checked while polars
-    (which releases the GIL) parses this one."""
+def _ahead(items: Iterator[T], name: str) -> Generator[T, None, None]:
+    """``items``, produced one ahead in a thread named ``name`` (closed there when it stops); no
+    reference to an item is kept once the next is asked for (`_blocks` reuses its buffers)."""
     import queue
     import threading
 
@@ -435,13 +443,18 @@ def _ahead(items: Iterator[T]) -> Generator[T, None, None]:
                         break
                     except queue.Full:
                         continue
+                del item
                 if stop.is_set():
                     return
             box.put((done, None))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
             box.put((done, exc))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
 
-    thread = threading.Thread(target=produce, name="helix-csv-read", daemon=True)
+    thread = threading.Thread(target=produce, name=name, daemon=True)
     thread.start()
     try:
         while True:
@@ -451,6 +464,7 @@ def _ahead(items: Iterator[T]) -> Generator[T, None, None]:
                     raise error
                 return
             yield item
+            del item
     finally:
         stop.set()
         thread.join()

@@ -216,7 +216,7 @@ def kernel_details_by_step(path: Path, repeats: int, *, keep_steps: bool = True,
         valid = frame.filter(pl.col(_D).is_not_null())
         out = [valid.group_by("Name").agg(pl.col(ROW).min(), pl.col(_D).sum())]
         if "Step Id" in report.header:
-            out.append(frame.group_by("Step Id").agg(pl.col(ROW).min()))
+            out.append(frame.select(pl.col("Step Id").unique(maintain_order=True)))  # in first-seen order
             if keep_steps:
                 out.append(valid.group_by("Step Id", "Name").agg(pl.col(ROW).min(), pl.col(_D).sum()))
         return out
@@ -226,7 +226,10 @@ def kernel_details_by_step(path: Path, repeats: int, *, keep_steps: bool = True,
         for part, into in zip(found, (sums, steps, pairs)):
             into.append(part)
     raise_on(report)
-    step_ids = [s for (s,) in _first_seen(steps, ["Step Id"]).iter_rows()]
+    step_ids: list[str] = []
+    if steps:  # each chunk's distinct raw cells in first-seen order: cleaned, then distinct again
+        cleaned = pl.concat(steps).select(text("Step Id")).to_series().unique(maintain_order=True)
+        step_ids = cleaned.filter(cleaned != "").to_list()
     divisor = len(step_ids) or repeats
     if divisor <= 0:
         raise ProfileDataError(f"{path}: cannot average per step: no Step Id column and repeats={repeats}")

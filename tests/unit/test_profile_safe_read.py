@@ -124,8 +124,8 @@ def test_the_checked_descriptor_is_what_polars_reads(tmp_path: Path, monkeypatch
     swapped: list[bool] = []
     real_ahead = csvstream._ahead
 
-    def swap_after_first(items: Any) -> Any:
-        for i, item in enumerate(real_ahead(items)):
+    def swap_after_first(items: Any, name: str) -> Any:
+        for i, item in enumerate(real_ahead(items, name)):
             if i == 2 and not swapped:
                 replacement = tmp_path / "other.csv"
                 replacement.write_text("Step Id,Name,Duration(us)\n" + "1,k,1000000\n" * 5000)
