@@ -196,3 +196,35 @@ def test_numbers_of_a_column_read_cells_as_number_does(tmp_path: Path) -> None:
                     + "1,only_na,N/A\n")
     finite = [v for v in expected if v is not None]
     assert ascend.op_averages_from_kernel_details(path, 9) == {"k": pytest.approx(sum(finite) / 2)}
+
+
+def test_a_block_held_past_its_turn_is_never_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """_blocks reuses its buffers (polars parses them in place): a block still held when its
+    buffer comes round again keeps its bytes (copied on write), and the blocks cover the file."""
+    path = tmp_path / "kernel_details.csv"
+    lines = [f"{i},k{i % 7},{i}.25\n" for i in range(400)]
+    path.write_text("Step Id,Name,Duration(us)\n" + "".join(lines))
+    monkeypatch.setattr(csvstream, "CHUNK_BYTES", 100)
+    with path.open("rb") as handle:
+        handle.readline()
+        blocks = csvstream._blocks(handle, b"", csvstream.CsvReadReport(path), b"c0,c1,c2\n")
+        held = [(block, bytes(bytearray(block))) for block in blocks]  # each block and a private copy
+    assert len(held) > 3 * csvstream.BUFFERS
+    assert all(block == copy for block, copy in held)
+    assert b"".join(copy[len(b"c0,c1,c2\n"):] for _, copy in held).decode() == "".join(lines)
+
+
+def test_stopping_early_stops_the_reading_and_parsing_threads(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    path = tmp_path / "kernel_details.csv"
+    path.write_text("Step Id,Name,Duration(us)\n" + "".join(f"{i},k,{i}\n" for i in range(3000)))
+    monkeypatch.setattr(csvstream, "CHUNK_BYTES", 256)
+    report = csvstream.CsvReadReport(path)
+    chunks = csvstream.aggregate_chunks(path, report, ["Name"], lambda rows: [rows], root=tmp_path)
+    first = next(chunks)
+    assert {t.name for t in threading.enumerate()} >= {"helix-csv-read", "helix-csv-parse"}
+    chunks.close()
+    assert first[0].height > 0 and report.problems == []
+    assert not {t.name for t in threading.enumerate()} & {"helix-csv-read", "helix-csv-parse"}
