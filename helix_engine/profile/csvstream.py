@@ -199,7 +199,7 @@ def _chunks(handle: io.BufferedReader, report: CsvReadReport, columns: Sequence[
     named = [pl.col(f"c{i}").alias(name) for name, i in index.items()]
     # one thread reads and checks the blocks, one parses them, this one runs the queries: all three
     # at once (polars and the reads release the GIL)
-    blocks = _ahead(_blocks(handle, pending, report, synthetic), "helix-csv-read")
+    blocks = _ahead(_checked(_blocks(handle, pending, report, synthetic)), "helix-csv-read")
     frames = _ahead(_frames(blocks, report, synthetic, wanted, numeric), "helix-csv-parse")
     try:
         with contextlib.closing(blocks), contextlib.closing(frames):  # the parsing thread first
@@ -223,7 +223,7 @@ def _read_block(data: bytes, wanted: list[str], numeric: Sequence[str]) -> tuple
     return frame, suspects
 
 
-def _frames(blocks: Iterator[bytes], report: CsvReadReport, synthetic: bytes, wanted: list[str],
+def _frames(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, synthetic: bytes, wanted: list[str],
             numeric: Sequence[str]) -> Iterator[tuple[pl.DataFrame, int]]:
     """Each block's rows as polars parses them (see `_read_block`), short rows dropped, with the
     number of data rows before the block (its rows' `ROW` counts from 0). Each block is used
@@ -251,9 +251,7 @@ def _frames(blocks: Iterator[bytes], report: CsvReadReport, synthetic: bytes, wa
 
     carry = b""  # a block that ends inside a quoted cell spanning lines, to parse with the next one
     try:
-        for block in blocks:  # no reference to a block is left when the next is asked for
-            data, damage = _good_prefix(block)
-            del block
+        for data, damage in blocks:  # no reference to a block is left when the next is asked for
             if carry:
                 data, carry = b"".join((synthetic, carry, memoryview(data)[prefix:])), b""
             parsed = None
@@ -382,6 +380,16 @@ def _read_header(handle: io.BufferedReader, report: CsvReadReport, required: Seq
                        "(or it is damaged): re-run the profiler", line=1)
         return None
     return buf[end + 1:]
+
+
+def _checked(blocks: Iterator[bytes]) -> Iterator[tuple[bytes, str | None]]:
+    """Each block as `_good_prefix` leaves it, in the reading thread (a block is not held once
+    the next is asked for)."""
+    for block in blocks:
+        checked = _good_prefix(block)
+        del block
+        yield checked
+        del checked
 
 
 def _good_prefix(block: bytes) -> tuple[bytes, str | None]:
