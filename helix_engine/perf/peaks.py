@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -113,8 +113,9 @@ class MeasuredPeak(BaseModel):
     device: str
     backend: str
     measured_at: str
-    copy_gbps: float | None = None
-    matmul_tflops: dict[str, float] = Field(default_factory=dict)
+    # a peak is a positive finite number: a crafted 0, NaN or inf would divide every fraction
+    copy_gbps: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    matmul_tflops: dict[str, Annotated[float, Field(gt=0, allow_inf_nan=False)]] = Field(default_factory=dict)
     copy_bytes: int | None = None  # bytes one copy moves (read + write)
     matmul_n: dict[str, int] = Field(default_factory=dict)  # square size per dtype
     method: str = ""

@@ -276,3 +276,17 @@ def test_above_the_copy_peak_names_the_l2_when_the_working_set_fits() -> None:
     # at 94% of the peak there is nothing to explain
     under = judge(figures(CaseWork(bytes=200e6), 200e6 / (0.94 * 4230e3), "kernel", peaks))
     assert under is not None and under.caveat is None and under.text == "memory-bound"
+
+
+@pytest.mark.parametrize("bad", ['0', '-5', 'NaN', 'Infinity', '"fast"'])
+def test_a_crafted_peaks_file_is_refused_not_divided_by(tmp_path: Path, bad: str) -> None:
+    """.helix/peaks.json is workspace data: a zero, negative, NaN or infinite peak is not a peak."""
+    from helix_engine.perf.peaks import peaks_for
+
+    (tmp_path / ".helix").mkdir()
+    (tmp_path / ".helix" / "peaks.json").write_text(
+        '{"schema_version": 1, "devices": {"NVIDIA H200": {"device": "NVIDIA H200", "backend": "cuda", '
+        f'"measured_at": "2026-12-01", "copy_gbps": {bad}, "matmul_tflops": {{"fp16": {bad}}}}}}}}}')
+    peaks = peaks_for("NVIDIA H200", tmp_path)
+    assert peaks.gbps is not None and peaks.gbps.source == "table" and peaks.gbps.value == 4800.0
+    assert peaks.tflops["fp16"].source == "table"
