@@ -213,9 +213,10 @@ def build_pass(round_dir: Path, state: RoundState, found: Artifacts, baseline_pe
     flat = local_optimum_warning(workspace, n, baseline)
     if flat:
         warnings.append(flat)
-    backend = lints.target_backend(workspace, baseline)
-    shown = f"{round_dir.name}/{found.operator_path.name}" if found.operator_path else round_dir.name
-    found_lints = lints.lint_source(source, shown, backend=backend)
+    if found.operator_path is not None:
+        found_lints = lints.lint_round(round_dir, operator=found.operator_path, source=source, baseline_records=baseline)
+    else:
+        found_lints = lints.lint_source(source, round_dir.name, backend=lints.target_backend(workspace, baseline))
     warnings.extend(str(p) for p in found_lints)
     goals = goals if goals is not None and goals.any else None
     promoted = measure.promoted_best(workspace) if min_speedup is not None or goals is not None else None

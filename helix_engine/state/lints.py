@@ -188,15 +188,43 @@ def lint_operator(path: Path, *, backend: str | None = None, shown_as: str | Non
     return lint_source(source or "", shown_as or Path(path).name, backend=backend)
 
 
-def lint_round(round_dir: Path) -> list[Problem]:
-    """The hard-rule warnings for a round's operator, with the workspace's target backend (what
-    the cockpit shows next to a round before it is submitted)."""
+def lint_round(round_dir: Path, *, operator: Path | None = None, source: str | None = None,
+               baseline_records: list | None = None) -> list[Problem]:
+    """The hard-rule warnings for a round's operator, with the workspace's target backend: the
+    one function behind `helix lint`, the cockpit's badges and submit-round's ``lints`` (which
+    passes the operator, source and baseline records it already read)."""
     from helix_engine.state import checks, measure
 
     round_dir = Path(round_dir)
-    op_name, _, legacy = checks.expected_names(round_dir.parent)
-    operator = checks.resolve_round_operator(round_dir, op_name, legacy) if round_dir.is_dir() else None
+    if operator is None:
+        op_name, _, legacy = checks.expected_names(round_dir.parent)
+        operator = checks.resolve_round_operator(round_dir, op_name, legacy) if round_dir.is_dir() else None
     if operator is None:
         return []
-    backend = target_backend(round_dir.parent, measure.baseline_records(round_dir.parent))
-    return lint_operator(operator, backend=backend, shown_as=f"{round_dir.name}/{operator.name}")
+    if baseline_records is None:
+        baseline_records = measure.baseline_records(round_dir.parent)
+    backend = target_backend(round_dir.parent, baseline_records)
+    shown = f"{round_dir.name}/{operator.name}"
+    if source is None:
+        return lint_operator(operator, backend=backend, shown_as=shown)
+    return lint_source(source, shown, backend=backend)
+
+
+def lint_file(path: Path) -> list[Problem]:
+    """`helix lint FILE`: a round's operator is linted as its round (the same answer as
+    ``--round-dir``); any other file with the backend of the workspace it lies in, if any."""
+    from helix_engine.state import measure
+    from helix_engine.workspace import layout
+    from helix_engine.workspace.reading import owning_workspace
+
+    path = Path(path)
+    if layout.round_number(path.resolve().parent.name) is not None:
+        from helix_engine.state import checks
+
+        round_dir = path.resolve().parent
+        op_name, _, legacy = checks.expected_names(round_dir.parent)
+        if checks.resolve_round_operator(round_dir, op_name, legacy) == path.resolve():
+            return lint_round(round_dir)
+    workspace = owning_workspace(path)
+    backend = target_backend(workspace, measure.baseline_records(workspace))
+    return lint_operator(path, backend=backend, shown_as=str(path))
