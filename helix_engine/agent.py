@@ -146,6 +146,9 @@ def prompt(workspace: Path, skill: Path | None, target: float | None, max_rounds
     if max_rounds is not None:
         conditions.append(f"stop after round {max_rounds}")
     lines.append(f"Stop conditions: {'; '.join(conditions)}." if conditions else "No stop conditions are set.")
+    lines.append("The skill's reference files are helix commands: `helix reference artifacts` and `helix reference "
+                 "opt-note-format`; its pattern index and cards are `helix patterns show index` and `helix patterns "
+                 "show NAME`.")
     lines.append("After each `helix submit-round`, read its JSON guideline and follow its continue-or-stop instruction.")
     return " ".join(lines)
 

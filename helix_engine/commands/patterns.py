@@ -23,12 +23,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda args: (p.print_help(), 1)[1])
 
     ls = psub.add_parser("list", help="every card with its one-line summary (symptom cards first)")
-    ls.add_argument("--kind", choices=("pattern", "symptom"), default=None, help="only one kind of card")
+    ls.add_argument("--kind", choices=("pattern", "symptom", "reference"), default=None, help="only one kind of card")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=_list)
 
-    show = psub.add_parser("show", help="print one card (or `index`); routing aliases and symptom names work too")
-    show.add_argument("name", help="card name, e.g. tiling, memory-bound, index, cache-use, high-transfer-pressure")
+    show = psub.add_parser("show", help="print one card (or `index`, `artifacts`, `opt-note-format`); routing aliases, "
+                           "symptom names and the skill's file names (artifacts.md, pattern_index.md) work too")
+    show.add_argument("name", help="card name, e.g. tiling, memory-bound, index, artifacts, opt-note-format, cache-use")
     show.add_argument("--json", action="store_true")
     show.set_defaults(func=_show)
 
@@ -37,6 +38,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     route.add_argument("--target-op", default=None, help="exact op/kernel name (default: largest total time)")
     route.add_argument("--json", action="store_true")
     route.set_defaults(func=_route)
+
+    ref = sub.add_parser("reference", help="the workspace artifact contract and the opt-note.md format (the skill's "
+                         "references/artifacts.md and opt-note-format.md)",
+                         description="Reference pages the optimize skill asks you to read: `artifacts` (which files "
+                         "are authoritative, who writes them, what round-state.json names) and `opt-note-format` "
+                         "(the ledger's entries and who owns each line). Without NAME: the list.")
+    ref.add_argument("name", nargs="?", help="artifacts or opt-note-format (artifacts.md, references/artifacts.md work too)")
+    ref.add_argument("--json", action="store_true")
+    ref.set_defaults(func=_reference)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -51,9 +61,10 @@ def _list(args: argparse.Namespace) -> int:
     for r in rows:
         if r["kind"] != kind:
             kind = r["kind"]
-            print(f"{'Symptom' if kind == 'symptom' else 'Pattern'} cards:")
+            print({"symptom": "Symptom cards:", "pattern": "Pattern cards:"}.get(kind, "Reference pages:"))
         print(f"  {r['name']:<{width}}  {r['summary']}")
-    print("Read one with `helix patterns show NAME`; the index is `helix patterns show index`.")
+    print("Read one with `helix patterns show NAME`; the index is `helix patterns show index`; the reference pages "
+          "are also `helix reference NAME`.")
     return 0
 
 
@@ -75,6 +86,23 @@ def _show(args: argparse.Namespace) -> int:
         print(f"({clean(note)})\n")
     sys.stdout.write(card.text if card.text.endswith("\n") else card.text + "\n")
     return 0
+
+
+def _reference(args: argparse.Namespace) -> int:
+    """``helix reference [NAME]``: the reference pages, by the same reader as ``patterns show``."""
+    if args.name is None:
+        args.kind = "reference"
+        return _list(args)
+    from helix_engine.knowledge.cards import load_card, resolve
+
+    try:
+        name, _ = resolve(args.name)
+    except KeyError:
+        name = ""
+    if not name or load_card(name).kind != "reference":
+        raise HelixError(f"no reference page named {clean(args.name)!r}; `helix reference` lists them "
+                         "(artifacts, opt-note-format); pattern cards are `helix patterns show NAME`")
+    return _show(args)
 
 
 def _route(args: argparse.Namespace) -> int:

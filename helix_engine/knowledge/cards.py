@@ -25,8 +25,12 @@ PATTERN_SECTIONS: tuple[str, ...] = (
 SYMPTOM_SECTIONS: tuple[str, ...] = (
     "What it means", "Profiler evidence", "IR evidence", "Candidate cards", "Ruling it out",
 )
-KINDS: dict[str, tuple[str, ...]] = {"pattern": PATTERN_SECTIONS, "symptom": SYMPTOM_SECTIONS}
-FOLDERS: dict[str, str] = {"pattern": "patterns", "symptom": "symptoms"}
+#: Reference pages (the workspace contract, the ledger's format): the pages the skill tells an
+#: agent to read as ``references/artifacts.md`` and ``references/opt-note-format.md``, in our words.
+REFERENCE_SECTIONS: tuple[str, ...] = ()
+KINDS: dict[str, tuple[str, ...]] = {"pattern": PATTERN_SECTIONS, "symptom": SYMPTOM_SECTIONS,
+                                     "reference": REFERENCE_SECTIONS}
+FOLDERS: dict[str, str] = {"pattern": "patterns", "symptom": "symptoms", "reference": "reference"}
 INDEX = "index"
 
 #: ``name`` written in backticks inside a card: how one card points at another.
@@ -54,7 +58,7 @@ def _package() -> Any:
 
 @lru_cache(maxsize=1)
 def _names() -> dict[str, str]:
-    """Every shipped card name → its kind (``pattern`` | ``symptom``)."""
+    """Every shipped card name → its kind (``pattern`` | ``symptom`` | ``reference``)."""
     found: dict[str, str] = {}
     for kind, folder in FOLDERS.items():
         for entry in _package().joinpath(folder).iterdir():
@@ -136,9 +140,13 @@ def resolve(name: str) -> tuple[str, str | None]:
     spelling with ``_``/``-`` swapped. KeyError when nothing matches."""
     from helix_engine.profile import routing
 
-    name = name.strip()
+    asked = name.strip()
+    # the skill's file names: ``references/artifacts.md``, ``pattern_index.md``, ``tiling.md``
+    name = asked.rsplit("/", 1)[-1].removesuffix(".md")
+    if name in ("pattern_index", "pattern-index"):
+        name = INDEX
     if has_card(name) or name == INDEX:
-        return name, None
+        return name, (None if name == asked else f"{asked} is shown as {name}")
     target = routing.ALIASES.get(name) or routing.SYMPTOM_CARDS.get(name)
     if target is not None and has_card(target):
         return target, f"{name} is shown as the card {target}"
@@ -156,8 +164,9 @@ def all_names() -> list[str]:
 
 
 def listing() -> list[dict[str, str]]:
-    """``{name, kind, summary}`` of every card, symptoms first (they say where to start)."""
-    rows = [load_card(n) for n in card_names("symptom")] + [load_card(n) for n in card_names("pattern")]
+    """``{name, kind, summary}`` of every card, symptoms first (they say where to start), then
+    patterns, then the reference pages."""
+    rows = [load_card(n) for kind in ("symptom", "pattern", "reference") for n in card_names(kind)]
     return [{"name": c.name, "kind": c.kind, "summary": c.summary} for c in rows]
 
 

@@ -106,10 +106,32 @@ def test_patterns_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["patterns", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["cards"]
     assert [r["name"] for r in rows[:6]] == cards.card_names("symptom")
-    assert len(rows) == len(cards.card_names()) == 52 and all(r["summary"] for r in rows)
+    assert len(rows) == len(cards.card_names()) == 54 and all(r["summary"] for r in rows)
     assert main(["patterns", "list", "--kind", "symptom"]) == 0
     text = capsys.readouterr().out
     assert "Symptom cards:" in text and "Pattern cards:" not in text and "  memory-bound  " in text
+
+
+@pytest.mark.parametrize("asked", ["artifacts", "artifacts.md", "references/artifacts.md"])
+def test_the_skills_reference_files_are_readable_by_their_names(asked: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The skill says "Read artifacts.md" and "Read opt-note-format.md": both names answer, through
+    `helix reference` and `helix patterns show`, and both are listed."""
+    for argv in (["reference", asked], ["patterns", "show", asked]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert "# artifacts\n" in out and "round-state.json" in out and "comparison_target_path" in out
+    assert main(["reference", "opt-note-format.md", "--json"]) == 0
+    page = json.loads(capsys.readouterr().out)
+    assert (page["name"], page["kind"]) == ("opt-note-format", "reference")
+    for line in ("## Overall Summary", "Final best round:", "Best status:", "Key optimization points:"):
+        assert line in page["text"]
+    assert main(["reference"]) == 0
+    listed = capsys.readouterr().out
+    assert "  artifacts  " in listed and "  opt-note-format  " in listed
+    assert main(["patterns", "list", "--kind", "reference", "--json"]) == 0
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)["cards"]] == ["artifacts", "opt-note-format"]
+    assert main(["reference", "tiling"]) == 1  # a pattern card is not a reference page
+    assert "`helix reference` lists them" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("folder", PROFILE_DIRS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -161,5 +183,5 @@ def test_the_cards_ship_in_the_wheel() -> None:
     globs = project["tool"]["setuptools"]["package-data"]["helix_engine.knowledge"]
     folder = ROOT / "helix_engine" / "knowledge"
     shipped = [p.relative_to(folder).as_posix() for p in folder.rglob("*.md")]
-    assert len(shipped) == 53
+    assert len(shipped) == 55  # 46 patterns, 6 symptoms, 2 reference pages, the index
     assert all(any(fnmatch.fnmatch(rel, g) and rel.count("/") == g.count("/") for g in globs) for rel in shipped)
