@@ -123,13 +123,28 @@ def _unknown_flags_message(parser: argparse.ArgumentParser, extra: list[str]) ->
     return f"unrecognized arguments: {' '.join(shown)}; `{parser.prog} --help` lists its options"
 
 
+#: Commands ``main`` may answer before building the parser (helix_tui.cli routes them here
+#: without asking ``command_names``): `status --json` of an unchanged workspace (issue 12).
+FAST_COMMANDS = frozenset({"status"})
+
+_built: list[argparse.ArgumentParser] = []  # the parser command_names built, for the main() after it
+
+
 def command_names() -> set[str]:
-    return set(_subcommands(build_parser()))
+    parser = build_parser()
+    _built[:] = [parser]
+    return set(_subcommands(parser))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] == "status":
+        from helix_engine.commands.status import stored_output
+
+        answered = stored_output(words[1:])
+        if answered is not None:
+            return answered
+    parser = _built.pop() if _built else build_parser()  # built once per command, not twice
     if words and not words[0].startswith("-") and words[0] not in _subcommands(parser):
         parser.error(unknown_command_message(words[0]))  # exits 2, like every usage error
     args, extra = parser.parse_known_args(words)

@@ -30,7 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args and (args[0] in _ENGINE_FLAGS or not args[0].startswith("-")):
         from helix_engine import cli as engine_cli
 
-        if args[0] in _ENGINE_FLAGS or args[0] in engine_cli.command_names() or not looks_like_path(args[0]):
+        if (args[0] in _ENGINE_FLAGS or args[0] in engine_cli.FAST_COMMANDS or args[0] in engine_cli.command_names()
+                or not looks_like_path(args[0])):
             return engine_cli.main(args)  # a word that is no command: the engine says what it meant
     from helix_tui.app import run_cockpit
 

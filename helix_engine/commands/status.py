@@ -10,6 +10,7 @@ import gc
 import os
 import sys
 from pathlib import Path
+from typing import Any, NoReturn
 
 from helix_engine.console import write_json_text
 from helix_engine.errors import HelixError
@@ -24,6 +25,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
         "(highest geomean, ties to the lower mean latency), the best round logged in opt-note.md, "
         "warnings and problems. PATH is one workspace or a folder of workspaces (default: .).",
     )
+    _arguments(parser)
+    parser.set_defaults(func=run_status)
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", nargs="*", metavar="PATH", type=Path,
                         help="a workspace, or a folder whose subfolders are workspaces")
     parser.add_argument("-i", "--input", dest="inputs", action="append", type=Path, default=[],
@@ -37,7 +43,59 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
                         default=None, help="compare every round on this metric (default: each round's "
                         "effective_metric_source, mixed → auto)")
     parser.add_argument("--verbose", action="store_true", help=argparse.SUPPRESS)  # upstream no-op
-    parser.set_defaults(func=run_status)
+
+
+class _Refused(Exception):
+    pass
+
+
+class _QuietParser(argparse.ArgumentParser):
+    """The status arguments alone, for `stored_output`: any usage error is left to the full CLI."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _Refused(message)
+
+
+def _stored_key(args: argparse.Namespace) -> tuple[Path, tuple[str, ...]] | None:
+    """(workspace path, options) when the invocation can be answered from a stored output: JSON of
+    exactly one PATH (the output of a folder of workspaces is not stored)."""
+    paths = [*args.paths, *args.inputs] or [Path(".")]
+    if not (args.json or args.format == "json") or len(paths) != 1:
+        return None
+    return paths[0], ("json", args.view, str(args.metric))
+
+
+def stored_output(words: list[str]) -> int | None:
+    """`helix status [PATH] --json` of a workspace unchanged since the run that stored its output
+    (workspace/status_cache.py): printed without building the CLI or loading the workspace.
+    None: run the command as usual (anything else, a usage error, a miss)."""
+    parser = _QuietParser(prog="helix status", add_help=False)
+    _arguments(parser)
+    try:
+        args, extra = parser.parse_known_args(words)
+    except _Refused:
+        return None
+    key = _stored_key(args) if not extra else None
+    if key is None:
+        return None
+    from helix_engine.workspace import status_cache
+
+    try:
+        found = status_cache.fingerprint(*key)
+        text = status_cache.stored(found)
+    except Exception:  # noqa: BLE001 - only ever saves time: the full run reports what is wrong
+        return None
+    if text is None:
+        _walked[key] = found  # the computed run stores under this walk, taken before its load
+        return None
+    try:
+        write_json_text(text)
+    except BrokenPipeError:
+        pass
+    return 0
+
+
+_walked: dict[tuple[Path, tuple[str, ...]], Any] = {}
 
 
 def _use_color() -> bool:
@@ -69,6 +127,12 @@ def _status(args: argparse.Namespace) -> int:
         raise HelixError("--format html is only available with --view trend; add --view trend, or use "
                          "--format text, markdown or json")
     paths = [*args.paths, *args.inputs] or [Path(".")]
+    key = _stored_key(args)
+    walked = None
+    if key is not None:
+        from helix_engine.workspace import status_cache
+
+        walked = _walked.pop(key, None) or status_cache.fingerprint(*key)  # before the load
     statuses, missing = collect(paths, args.metric)
     if not statuses:
         reason = "; ".join(missing) if missing else "no workspace found"
@@ -78,8 +142,16 @@ def _status(args: argparse.Namespace) -> int:
     for sentence in missing:
         print(f"warning: {clean(sentence)}; skipped", file=sys.stderr)
     if fmt == "json":
+        keep = walked is not None and walked.digest is not None and not missing and len(statuses) == 1
+        pieces: list[str] = []
         for piece in json_chunks(statuses, view=args.view):  # written as encoded (render's text, in pieces)
             write_json_text(piece)
+            if keep:
+                pieces.append(piece)
+        if keep and walked is not None and statuses[0].path == walked.workspace:
+            from helix_engine.workspace import status_cache
+
+            status_cache.store(walked, "".join(pieces))
         return 0
     text = render(statuses, view=args.view, fmt=fmt, color=fmt == "text" and _use_color())
     sys.stdout.write(text)  # text, markdown and html escape each workspace field (helix_engine.sanitize)

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from helix_engine.sanitize import clean_name
-from helix_engine.workspace.models import Problem
+from helix_engine.workspace.problem import Problem
 
 
 class DuplicateKey(ValueError):

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from helix_engine.perf.results import CaseEvaluation as CaseDelta  # noqa: F401
 from helix_engine.perf.results import Promotion, RoundPromotion  # noqa: F401
 from helix_engine.perf.results import RoundEvaluation as Comparison
+from helix_engine.workspace.problem import Problem  # noqa: F401 - re-exported (readers import it from here)
 from helix_engine.workspace.vocabulary import (  # noqa: F401 - the tuples are re-exported
     ANALYSIS_POLICIES,
     ROUND_STRATEGIES,
@@ -44,23 +45,6 @@ BENCH_MODES: tuple[str, ...] = (
     "device-event",
     "perf-counter",
 )
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Something wrong with workspace content: where, and a sentence saying what to do."""
-
-    file: str
-    message: str
-    line: int | None = None
-    severity: Literal["error", "warning"] = "error"
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.message}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "severity": self.severity, "message": self.message}
 
 
 class _FileModel(BaseModel):

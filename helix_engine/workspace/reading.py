@@ -22,19 +22,22 @@ import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from helix_engine.sanitize import clean_name
 from helix_engine.workspace.files import MAX_TEXT_BYTES
 from helix_engine.workspace.json_text import parse_json
-from helix_engine.workspace.models import PerfRecord, Problem
+from helix_engine.workspace.problem import Problem
+
+if TYPE_CHECKING:  # pydantic is imported where a model is validated: the reader itself needs none
+    from pydantic import BaseModel, ValidationError
+
+    from helix_engine.workspace.models import PerfRecord
 
 #: JSON state files are a few hundred bytes; anything over this is not a state file.
 MAX_JSON_BYTES = 1024 * 1024
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M", bound="BaseModel")
 
 #: Read-only, never block (a FIFO opens at once), never become our controlling terminal.
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
@@ -425,6 +428,8 @@ def describe_validation(exc: ValidationError, limit: int = 3) -> str:
 def load_model(path: Path, workspace: Path, model: type[M], *, what: str,
                fix: str) -> tuple[M | None, dict[str, Any] | None, list[Problem]]:
     """Read ``path`` and validate it as ``model``: (model or None, raw dict or None, problems)."""
+    from pydantic import ValidationError
+
     data, problems = read_json_object(path, workspace, what=what, fix=fix)
     if data is None:
         return None, None, problems

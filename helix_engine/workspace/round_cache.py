@@ -276,9 +276,15 @@ def _no_constant(name: str) -> Any:
 
 
 def _write(workspace: Path, data: dict[str, Any]) -> None:
-    """Atomically (temp file + rename), into .helix/cache/ of the workspace, only through real
-    folders inside it. Not the engine's durable write (no fsync, not one of a transition's writes):
-    after a power loss the file may be empty or old, and then it is a miss."""
+    write_cache_text(workspace, CACHE_FILE,
+                     json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def write_cache_text(workspace: Path, name: str, text: str) -> None:
+    """Atomically (temp file + rename), into .helix/cache/``name`` of the workspace, only through
+    real folders inside it. Not the engine's durable write (no fsync, not one of a transition's
+    writes): after a power loss the file may be empty or old, and then it is a miss. Also the
+    writer of the stored status output (workspace/status_cache.py)."""
     from helix_engine.workspace.reading import inside
 
     helix = workspace / ".helix"
@@ -289,11 +295,10 @@ def _write(workspace: Path, data: dict[str, Any]) -> None:
         return
     if not os.path.isdir(folder):
         os.mkdir(folder)
-    target = folder / CACHE_FILE
+    target = folder / name
     if os.path.islink(target) or not inside(folder, workspace):
         return
-    text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{CACHE_FILE}.", suffix=".tmp", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

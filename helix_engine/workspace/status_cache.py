@@ -1,0 +1,170 @@
+"""`helix status --json` of a workspace that has not changed since the last run, printed from the
+output that run stored (issue 12, goal 1).
+
+Why: the JSON of one workspace is a pure function of its files, of helix's code and of the
+command's options, yet every run imported the models and read every round's state file again
+(0.5 s and 50 MiB at 1000 rounds with the per-round summaries, ~0.1 s of it imports). A walk of
+the workspace (one lstat an entry) tells whether anything changed: the run that computes the
+output stores it in ``.helix/cache/status.json`` under a digest of that walk, and a later run
+whose walk gives the same digest prints it without importing pydantic or reading a file.
+
+The digest covers the identity (type, inode, size, mtime, ctime; folders by type and inode, their
+entries being listed) of every entry of the workspace, recursively, except ``.helix/cache/``
+(caches never change an output); the identity of helix_engine's modules and the Python version;
+the path and options as given and the working folder. The walk is taken before the status is
+computed, so a file written meanwhile makes the next run miss. Conservative by design: a symbolic
+link anywhere in the workspace, the temp file of an interrupted write (status reports it only
+once it is old enough: the output depends on the clock), a file changed in the last
+``RECENT_S`` seconds (a second write in the same timestamp tick would look unchanged), or more
+entries than the walk allows, and nothing is stored or printed from the store.
+
+The file is workspace data: read through the safe reader; a header that does not parse, another
+digest, a length that differs or a control character the JSON encoder never writes (anything but
+the newline) is a miss, and the status is computed as if there were no file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import stat
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE_NAME = "status.json"  # in .helix/cache/
+VERSION = 1
+#: Entries changed this recently are not trusted to show a later change (timestamp granularity).
+RECENT_S = 3.0
+#: The walk gives up (no stored output) past this many entries: a few per round folder is usual,
+#: a virtual environment or a profiler tree inside the workspace is not worth walking every run.
+WALK_BASE, WALK_PER_TOP_ENTRY = 512, 48
+_MAX_BYTES = 256 * 1024 * 1024
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f]")  # what json.dumps never leaves unescaped (but \n)
+
+
+class _NotStorable(Exception):
+    """The workspace holds something whose effect on the output a walk cannot vouch for."""
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """A workspace walked for one invocation: ``digest`` None when it cannot be stored."""
+
+    workspace: Path
+    digest: str | None
+
+
+_code_identity: str | None = None
+
+
+def _code() -> str:
+    """helix_engine's modules (name, size, mtime) and the Python version, once per process."""
+    global _code_identity
+    if _code_identity is None:
+        package = Path(__file__).resolve().parents[1]
+        parts = [f"status-cache {VERSION}", sys.version]
+        for folder, dirs, files in os.walk(package):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(folder, name))
+                    parts.append(f"{os.path.relpath(os.path.join(folder, name), package)}\0{st.st_size}"
+                                 f"\0{st.st_mtime_ns}")
+        _code_identity = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+    return _code_identity
+
+
+def fingerprint(path: Path, options: tuple[str, ...]) -> Fingerprint:
+    """Walk the workspace at ``path`` for an invocation with ``options`` (view, metric …)."""
+    workspace = Path(path)
+    try:
+        digest: str | None = _digest(workspace, options)
+    except (_NotStorable, OSError, ValueError, RecursionError):
+        digest = None
+    return Fingerprint(workspace, digest)
+
+
+def _digest(workspace: Path, options: tuple[str, ...]) -> str:
+    top = os.fspath(workspace)
+    st = os.lstat(top)
+    if not stat.S_ISDIR(st.st_mode):  # a link to a workspace, or no folder at all
+        raise _NotStorable(top)
+    lines = [_code(), repr((top, os.getcwd(), os.path.realpath(top), *options)), f".\0{st.st_ino}\0{st.st_dev}"]
+    recent = time.time_ns() - int(RECENT_S * 1e9)
+    with os.scandir(top) as found:
+        entries = sorted(found, key=_name)
+    budget = [WALK_BASE + WALK_PER_TOP_ENTRY * len(entries)]
+    _entries(entries, "", lines, recent, budget)
+    return hashlib.sha256("\n".join(lines).encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name
+
+
+def _entries(entries: list[os.DirEntry[str]], rel: str, lines: list[str], recent: int, budget: list[int]) -> None:
+    from helix_engine.workspace.files import is_temp_name
+
+    budget[0] -= len(entries)
+    if budget[0] < 0:
+        raise _NotStorable("too many entries")
+    for entry in entries:
+        name = entry.name
+        st = entry.stat(follow_symlinks=False)
+        mode = st.st_mode
+        if "\n" in name or stat.S_ISLNK(mode) or is_temp_name(name):
+            raise _NotStorable(rel + name)
+        if stat.S_ISDIR(mode):
+            if rel == ".helix/" and name == "cache":
+                continue
+            lines.append(f"{rel}{name}\0{mode}\0{st.st_ino}")
+            with os.scandir(entry.path) as found:
+                inner = sorted(found, key=_name)
+            _entries(inner, f"{rel}{name}/", lines, recent, budget)
+            continue
+        if st.st_mtime_ns >= recent or st.st_ctime_ns >= recent:
+            raise _NotStorable(rel + name)
+        lines.append(f"{rel}{name}\0{mode}\0{st.st_ino}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}")
+
+
+def stored(found: Fingerprint) -> str | None:
+    """The output stored for ``found``'s digest, or None (no file, another digest, anything odd)."""
+    if found.digest is None:
+        return None
+    path = found.workspace / ".helix" / "cache" / CACHE_NAME
+    if not os.path.lexists(path):
+        return None
+    from helix_engine.workspace.reading import read_text_safe
+
+    text, problem = read_text_safe(path, found.workspace, max_bytes=_MAX_BYTES)
+    if problem is not None or not text:
+        return None
+    header, sep, body = text.partition("\n")
+    try:
+        meta = json.loads(header)
+    except (ValueError, RecursionError):
+        return None
+    if not (sep and isinstance(meta, dict) and meta.get("version") == VERSION and meta.get("digest") == found.digest
+            and meta.get("chars") == len(body)):
+        return None
+    if not (body.startswith("{") and body.endswith("}\n")) or _CONTROL.search(body) is not None:
+        return None
+    return body
+
+
+def store(found: Fingerprint, text: str) -> None:
+    """Keep ``text`` (the whole output) for the next run with the same digest. Never raises: the
+    store only saves time."""
+    if found.digest is None:
+        return
+    from helix_engine.workspace.round_cache import write_cache_text
+
+    header = json.dumps({"version": VERSION, "digest": found.digest, "chars": len(text)})
+    try:
+        write_cache_text(found.workspace, CACHE_NAME, f"{header}\n{text}")
+    except (OSError, ValueError, UnicodeError):
+        pass

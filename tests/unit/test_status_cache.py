@@ -1,0 +1,136 @@
+"""The stored `helix status --json` output (.helix/cache/status.json, issue 12): a run on an
+unchanged workspace prints the bytes the computing run printed without loading the workspace;
+any change to the workspace, a stored file that is not ours, a link, a temp file or a file
+written in the last seconds means the status is computed (and then prints what it always did)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from helix_engine import cli
+from helix_engine.workspace import status_cache
+from tests.builders import RoundSpec, build_workspace, write_perf, write_round
+
+STORED = Path(".helix") / "cache" / status_cache.CACHE_NAME
+
+
+@pytest.fixture()
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(status_cache, "RECENT_S", 0.0)  # files written by the test count as settled
+    rounds = [RoundSpec({"a": 8.0, "b": 18.0}), RoundSpec({"a": 7.0, "b": 14.0}, parent="opt-round-1")]
+    return build_workspace(tmp_path / "ws", baseline={"a": 10.0, "b": 20.0}, rounds=rounds)
+
+
+def _run(capsys: pytest.CaptureFixture[str], *words: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = cli.main(["status", *words])
+    return code, capsys.readouterr().out
+
+
+def _loads_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_: object, **__: object) -> None:
+        raise AssertionError("the workspace was loaded")
+
+    monkeypatch.setattr("helix_engine.status.load_workspace", refuse)
+
+
+def _computed(capsys: pytest.CaptureFixture[str], ws: Path, *words: str) -> str:
+    (ws / STORED).unlink(missing_ok=True)
+    code, out = _run(capsys, str(ws), *words)
+    assert code == 0
+    return out
+
+
+def test_unchanged_workspace_prints_the_stored_bytes_without_loading(
+        ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _computed(capsys, ws, "--json")
+    assert json.loads(first)["operators"][0]["best_round"] == "round-2"
+    assert (ws / STORED).is_file()
+    _loads_refused(monkeypatch)
+    for words in (("--json",), ("--format", "json"), ("--json", "--view", "best")):
+        code, again = _run(capsys, str(ws), *words)
+        assert code == 0 and again == first
+    code, other = _run(capsys, "-i", str(ws), "--json", "-m", "kernel")  # other options: not this store
+    assert code == 1  # the refused load: proof that it was computed, not printed from the store
+
+
+@pytest.mark.parametrize("change", ["perf", "new_round", "opt_note", "mode"])
+def test_any_change_is_computed(ws: Path, capsys: pytest.CaptureFixture[str], change: str) -> None:
+    _computed(capsys, ws, "--json")
+    if change == "perf":
+        write_perf(ws / "opt-round-1" / "opt_add_perf.txt", {"a": 5.0, "b": 9.0})
+    elif change == "new_round":
+        write_round(ws, 3, RoundSpec({"a": 4.0, "b": 8.0}, parent="opt-round-2"))
+    elif change == "opt_note":
+        with open(ws / "opt-note.md", "a", encoding="utf-8") as handle:
+            handle.write("\n")
+    else:
+        os.chmod(ws / "opt-round-2" / "round-state.json", 0o600)
+    code, out = _run(capsys, str(ws), "--json")
+    assert code == 0
+    assert out == _computed(capsys, ws, "--json")
+    if change in ("perf", "new_round"):
+        assert json.loads(out)["operators"][0]["best_round"] == ("round-1" if change == "perf" else "round-3")
+
+
+@pytest.mark.parametrize("tamper", ["digest", "control", "length", "link", "not_json"])
+def test_a_stored_file_that_is_not_ours_is_a_miss(ws: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch, tamper: str) -> None:
+    first = _computed(capsys, ws, "--json")
+    path = ws / STORED
+    header, body = path.read_text(encoding="utf-8").split("\n", 1)
+    meta = json.loads(header)
+    forged = body.replace('"round-2"', '"round-9"')
+    if tamper == "digest":
+        meta["digest"] = "0" * 64
+        path.write_text(json.dumps(meta) + "\n" + forged, encoding="utf-8")
+    elif tamper == "control":
+        forged = forged.replace('"round-9"', '"\x1b[2Jround-9"')
+        meta["chars"] = len(forged)
+        path.write_text(json.dumps(meta) + "\n" + forged, encoding="utf-8")
+    elif tamper == "length":
+        path.write_text(header + "\n" + forged.replace('"round-9"', '"round-99"'), encoding="utf-8")
+    elif tamper == "link":
+        outside = ws.parent / "elsewhere.json"
+        outside.write_text(json.dumps(meta) + "\n" + forged, encoding="utf-8")
+        path.unlink()
+        path.symlink_to(outside)
+    else:
+        path.write_text("{not json\n" + forged, encoding="utf-8")
+    code, out = _run(capsys, str(ws), "--json")  # the walk is the stored one (.helix/cache/ is not walked)
+    assert code == 0 and out == first and "round-9" not in out
+
+
+@pytest.mark.parametrize("odd", ["link", "temp", "recent", "folder_of_workspaces", "text"])
+def test_nothing_is_stored_when_a_walk_cannot_vouch_for_the_output(
+        ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, odd: str) -> None:
+    target, words = ws, ["--json"]
+    if odd == "link":
+        (ws / "opt-round-1" / "notes.md").symlink_to(ws / "opt-note.md")
+    elif odd == "temp":
+        (ws / "opt-round-1" / ".round-state.json.abcd1234.tmp").write_text("{}", encoding="utf-8")
+    elif odd == "recent":
+        monkeypatch.setattr(status_cache, "RECENT_S", 3600.0)
+    elif odd == "folder_of_workspaces":
+        target = ws.parent
+    else:
+        words = []
+    code, out = _run(capsys, str(target), *words)
+    assert code == 0 and out
+    assert not (ws / STORED).exists()
+
+
+def test_usage_errors_are_the_full_commands(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["status", str(ws), "--json", "--format", "xml"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("invalid choice") == 1
+    with pytest.raises(SystemExit):
+        cli.main(["status", "--json", "--help"])
+    assert "usage: helix status" in capsys.readouterr().out
+    assert not (ws / STORED).exists()
