@@ -47,7 +47,7 @@ from helix_engine.profile.invocations import (  # noqa: F401 - the profile API, 
     op_averages_from_kernel_details,
     summarize_invocations,
 )
-from helix_engine.workspace.models import Problem
+from helix_engine.workspace.problem import Problem
 from helix_engine.workspace.reading import (
     UnreadableFile,
     open_workspace_file,

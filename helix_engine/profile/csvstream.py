@@ -22,6 +22,7 @@ Why this shape:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import csv
 import io
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from helix_engine.errors import HelixError
-from helix_engine.workspace.models import Problem
+from helix_engine.workspace.problem import Problem
 from helix_engine.workspace.reading import (
     UnreadableFile,
     open_workspace_file,
@@ -46,8 +47,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 #: Bytes parsed at once: ~55k kernel_details rows; peak memory is a few times this (`BUFFERS`).
 CHUNK_BYTES = 16 << 20
-#: Read buffers in turn: one being read, one waiting, one being parsed (see `_chunks`).
-BUFFERS = 3
+#: Blocks polars parses at once (one parse of a block keeps two cores only partly busy).
+PARSERS = 2
+#: Read buffers in turn: one being read, `PARSERS` + 1 being parsed or waiting, one being checked.
+BUFFERS = PARSERS + 3
 #: One line longer than this is not a profiler row (the csv module's old field cap was 1 MiB).
 MAX_LINE_BYTES = 64 << 20
 #: The data-row index column every chunk carries (0-based; first-seen order of groups).
@@ -197,12 +200,12 @@ def _chunks(handle: io.BufferedReader, report: CsvReadReport, columns: Sequence[
     wanted = sorted({f"c{i}" for i in index.values()} | {last}, key=lambda c: int(c[1:]))
     numeric = [f"c{index[name]}" for name in dict.fromkeys(numbers) if name in index]
     named = [pl.col(f"c{i}").alias(name) for name, i in index.items()]
-    # one thread reads and checks the blocks, one parses them, this one runs the queries: all three
-    # at once (polars and the reads release the GIL)
-    blocks = _ahead(_checked(_blocks(handle, pending, report, synthetic)), "helix-csv-read")
-    frames = _ahead(_frames(blocks, report, synthetic, wanted, numeric), "helix-csv-parse")
+    # one thread reads and checks the blocks and hands `PARSERS` at a time to polars; this one runs
+    # the queries: all at once (polars and the reads release the GIL)
+    frames = _ahead(_frames(_checked(_blocks(handle, pending, report, synthetic)), report, synthetic, wanted,
+                            numeric), "helix-csv-read")
     try:
-        with contextlib.closing(blocks), contextlib.closing(frames):  # the parsing thread first
+        with contextlib.closing(frames):
             for frame, first_row in frames:
                 yield pl.collect_all(queries(frame.lazy().select(pl.col(ROW) + first_row, *named)))
     except OSError as exc:  # the disk, not the content
@@ -232,14 +235,16 @@ def _frames(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, s
     A block that polars cannot parse and that holds an odd number of quotes ends inside a quoted
     cell spanning lines: it is parsed together with the next block. A quote that never closes
     is a problem after the whole lines before it are counted."""
+    from concurrent.futures import Future, ThreadPoolExecutor
+
     import polars as pl
 
     prefix, width = len(synthetic), int(wanted[-1][1:]) + 1
     first_row = 0  # rows parsed so far: a row's line is ROW + 2 (no profiler cell spans lines)
 
-    def parse(data: bytes) -> tuple[int, pl.DataFrame | None]:
+    def parse(data: bytes, parsed: Future[tuple[pl.DataFrame, bool]] | None = None) -> tuple[int, pl.DataFrame | None]:
         """(rows parsed, the rows kept; None when the chunk's rows were all dropped)."""
-        frame, suspects = _read_block(data, wanted, numeric)
+        frame, suspects = _read_block(data, wanted, numeric) if parsed is None else parsed.result()
         height = frame.height
         if suspects:
             keep = _drop_short_rows(frame, memoryview(data)[prefix:], width, first_row + 2, report)
@@ -249,15 +254,28 @@ def _frames(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, s
         report.rows += frame.height
         return height, frame if frame.height else None
 
+    def in_parallel(pool: ThreadPoolExecutor) -> Iterator[tuple[bytes, str | None, Future | None]]:
+        """The blocks in order, each with its parse started, up to `PARSERS` blocks ahead."""
+        started: collections.deque[tuple[bytes, str | None, Future | None]] = collections.deque()
+        for data, damage in blocks:
+            started.append((data, damage, pool.submit(_read_block, data, wanted, numeric) if len(data) > prefix
+                            else None))
+            del data
+            if len(started) > PARSERS:
+                yield started.popleft()
+        while started:
+            yield started.popleft()
+
     carry = b""  # a block that ends inside a quoted cell spanning lines, to parse with the next one
+    pool = ThreadPoolExecutor(PARSERS, thread_name_prefix="helix-csv-parse")
     try:
-        for data, damage in blocks:  # no reference to a block is left when the next is asked for
+        for data, damage, started in in_parallel(pool):  # no block is held once the next is asked for
             if carry:
-                data, carry = b"".join((synthetic, carry, memoryview(data)[prefix:])), b""
+                data, carry, started = b"".join((synthetic, carry, memoryview(data)[prefix:])), b"", None
             parsed = None
             if len(data) > prefix:
                 try:
-                    parsed = parse(data)
+                    parsed = parse(data, started)
                 except (pl.exceptions.PolarsError, OverflowError) as exc:
                     if damage is None and data.count(b'"') % 2:
                         carry = data[prefix:]
@@ -289,6 +307,8 @@ def _frames(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, s
                            line=first_row + 2)
     except _Stop:
         return
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     if report.skipped_rows > 3:
         report.problem(f"{report.skipped_rows} short rows were skipped in total", severity="warning")
 
