@@ -81,6 +81,9 @@ def render_markdown(r: ProfileReport, width: int | None = None) -> str:
     lines += _table(["OP Type", "Core Type", "Count", "Total Time(us)", "Avg Time(us)", "Ratio(%)"],
                     [[h.op_type, h.core_type, h.count, h.total_us, h.avg_us, h.ratio_pct] for h in r.hotspots],
                     width, drop_order=(1, 2, 4, 3))
+    per_call = r.launch_signals.get("launches_per_call")
+    if per_call:
+        lines += ["", f"- Launches per call: {per_call:g} ({r.launch_signals.get('calls')} profiled calls)"]
     if r.core_type_totals:
         lines += ["", "## Core buckets", ""]
         lines += _table(["Bucket", "Total Time(us)", "Ratio(%)"],

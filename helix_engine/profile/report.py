@@ -17,6 +17,8 @@ from helix_engine.errors import HelixError
 from helix_engine.profile import ascend, signals
 from helix_engine.profile.routing import route
 
+#: torch_trace's label for the interpreter's CPU time (not device time: no short-kernel reading).
+CPU_TIME_LABEL = "CPU time of the Triton interpreter (not device time)"
 DATA_MOVEMENT_RE = re.compile(r"copy|memcpy|transdata|dma|load|store|move", re.IGNORECASE)
 
 
@@ -67,6 +69,8 @@ class ProfileReport(BaseModel):
     problems: list[dict[str, Any]] = Field(default_factory=list)
     #: achieved GB/s / TFLOP/s of the profiled case against the device's peak (perf/roofline.py)
     roofline: dict[str, Any] = Field(default_factory=dict)
+    #: launches per profiled call and per op (signals.launch_symptoms reads them)
+    launch_signals: dict[str, Any] = Field(default_factory=dict)
 
     @property
     def bound(self) -> str:
@@ -93,6 +97,7 @@ class ProfileReport(BaseModel):
             "hotspots": [h.model_dump() for h in self.hotspots],
             "symptoms": self.symptoms, "suggested_patterns": self.suggested_patterns,
             "notes": self.notes, "problems": self.problems, "roofline": self.roofline,
+            "launch_signals": self.launch_signals,
         }
 
     def to_markdown(self, width: int | None = None) -> str:
@@ -128,6 +133,8 @@ def fill_common(report: ProfileReport, rows: list[Hotspot], top: int) -> None:
         {"op_type": r.op_type, "total_time_us": r.total_us, "ratio_pct": r.ratio_pct, "count": r.count}
         for r in rows if DATA_MOVEMENT_RE.search(r.op_type)
     ]
+    report.launch_signals = {"launches": sum(r.count for r in rows),
+                             "ops": [[r.op_type, r.count, r.avg_us] for r in rows]}
 
 
 def pick_target(rows: list[Hotspot], target_op: str | None) -> tuple[Hotspot | None, str | None]:
@@ -153,12 +160,14 @@ def build_report(profile_dir: Path, target_op: str | None = None, top: int = 5, 
                          "or pass the folder that holds the profiler output.")
     layout = ascend.find_layout(profile_dir)
     if layout is not None:
-        return attach_roofline(_ascend_report(profile_dir, layout, target_op, top, root), profile_dir)
+        report = _ascend_report(profile_dir, layout, target_op, top, root)
+        return attach_launches(attach_roofline(report, profile_dir), profile_dir)
     from helix_engine.profile import torch_trace
 
     trace = torch_trace.find_trace(profile_dir)
     if trace is not None:
-        return attach_roofline(torch_trace.build_trace_report(profile_dir, trace, target_op, top), profile_dir)
+        report = torch_trace.build_trace_report(profile_dir, trace, target_op, top)
+        return attach_launches(attach_roofline(report, profile_dir), profile_dir)
     raise HelixError(f"no profiler output under {profile_dir}: expected ASCEND_PROFILER_OUTPUT/, "
                      "mindstudio_profiler_output/ or a torch.profiler trace (*.json). Run `helix profile-bench`.")
 
@@ -291,6 +300,34 @@ def attach_roofline(report: ProfileReport, profile_dir: Path) -> ProfileReport:
         reasoning = [evidence] + ([f"the pipe counters alone read {before}"] if before != bound else [])
         report.bound_analysis = {**report.bound_analysis, "classification": bound, "decided_by": "roofline",
                                  "reasoning": reasoning + list(report.bound_analysis.get("reasoning", []))}
+    return report
+
+
+def attach_launches(report: ProfileReport, profile_dir: Path) -> ProfileReport:
+    """The launch-bound evidence (several launches per call, short kernels) as routing symptoms,
+    on every backend: the calls are the trace's profiler steps, else the manifest's repeats (an
+    upstream Ascend profile without helix's manifest gives no call count, so no per-call figure).
+    Short kernels are read from device time only, and only where no roofline fraction exists."""
+    counted = report.launch_signals
+    calls = counted.get("steps")
+    if not calls:
+        try:
+            calls = int(_manifest_near(report, profile_dir).get("repeats") or 0) or None
+        except (TypeError, ValueError):
+            calls = None
+    ops = [(str(name), int(count), avg) for name, count, avg in counted.get("ops", [])]
+    # a measured fraction of the device's peaks outranks "short" (a 2 µs kernel at 40% of the copy
+    # bandwidth is doing real work): the short-kernel reading is for profiles without a roofline
+    figures = report.roofline.get("operator") or {}
+    measured = any(figures.get(k) is not None for k in ("bw_fraction", "compute_fraction"))
+    device_time = report.backend != "cpu" and report.time_label != CPU_TIME_LABEL and not measured
+    found = signals.launch_symptoms(ops, calls, device_time)
+    report.launch_signals = {**counted, "calls": calls,
+                             "launches_per_call": round(counted.get("launches", 0) / calls, 3) if calls else None}
+    if found:
+        known = {s["symptom"] for s in report.symptoms}
+        report.symptoms += [s for s in found if s["symptom"] not in known]
+        report.suggested_patterns = route([s["symptom"] for s in report.symptoms])
     return report
 
 

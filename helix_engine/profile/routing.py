@@ -45,6 +45,8 @@ SYMPTOM_CARDS: dict[str, str] = {
     "at-bandwidth-roof": "memory-bound",
     "at-compute-roof": "compute-bound",
     "far-below-roofs": "launch-bound",
+    "many-launches": "launch-bound",
+    "short-kernels": "launch-bound",
 }
 
 #: Bound classifications (`signals.CLASSIFICATIONS`) → their symptom card.
@@ -72,6 +74,16 @@ SYMPTOMS: dict[str, tuple[str, tuple[str, ...]]] = {
     "weak-pipeline-overlap": (
         "load → compute serialization; sync-dense stages near the hot loop",
         ("software-pipeline", "reorder-load", "classic-matmul"),
+    ),
+    # raised from launch counts and times (signals.launch_symptoms), on every backend
+    "many-launches": (
+        "several kernel or framework-op launches per call: launch cost, and data round trips between them",
+        ("fuse-launches", "layout-materialization-elision", "reduce-avoid-transpose-copy", "precision-and-casts",
+         "program-multiple-rows"),
+    ),
+    "short-kernels": (
+        "kernels that run shorter than a launch costs: the time goes to launching, not computing",
+        ("fuse-launches", "program-multiple-rows", "grid-size-and-persistent-programs"),
     ),
     # raised by the roofline (perf/roofline.py): measured fractions of the device's peaks
     "at-bandwidth-roof": (

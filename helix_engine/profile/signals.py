@@ -33,6 +33,9 @@ CLASSIFICATIONS = ("compute-bound", "memory-bound", "scalar-overhead", "mixed")
 NO_COUNTERS = "unknown (no hardware counters)"
 #: A pipe busy less than this share of the task means no unit is saturated (see `symptoms`).
 SATURATED_PIPE_PCT = 70.0
+#: A launch costs a few µs of host and device time (about 5 µs on CUDA, about 10 µs on Ascend): a
+#: kernel whose average run is shorter spends about as long being launched as computing.
+SHORT_KERNEL_US = 10.0
 
 
 def percent_ratios(ratios: dict[str, RunningStat]) -> tuple[dict[str, float], str]:
@@ -125,4 +128,30 @@ def detect_symptoms(pct: dict[str, float], bound: str, data_movement_share: floa
         if value < SATURATED_PIPE_PCT:
             out.append({"symptom": "weak-pipeline-overlap",
                         "evidence": f"busiest pipe {busiest} only {value:.1f}% busy: no unit is saturated"})
+    return out
+
+
+def launch_symptoms(ops: list[tuple[str, int, float | None]], calls: int | None,
+                    device_time: bool) -> list[dict[str, Any]]:
+    """The launch-bound card's own evidence, from every op row ``(name, launches, avg µs)``:
+
+    - many-launches: the profiled calls are known (profiler steps or the manifest's repeats) and
+      each call launched two or more kernels or framework ops. Counts, not times: it holds on every
+      backend, the cpu interpreter included.
+    - short-kernels: device time only (never the interpreter's CPU time), and the hottest op's
+      average run is under `SHORT_KERNEL_US`.
+    """
+    out: list[dict[str, Any]] = []
+    launches = sum(count for _, count, _ in ops)
+    if calls and calls > 0 and launches / calls >= 2:
+        shown = ", ".join(f"{name} ×{count / calls:g}" for name, count, _ in ops[:6])
+        more = f" and {len(ops) - 6} more" if len(ops) > 6 else ""
+        out.append({"symptom": "many-launches",
+                    "evidence": f"{launches / calls:g} launches per call ({shown}{more}) over {calls} profiled calls"})
+    if device_time and ops:
+        name, _, avg = max(ops, key=lambda op: op[1] * (op[2] or 0.0))
+        if avg is not None and 0 < avg < SHORT_KERNEL_US:
+            out.append({"symptom": "short-kernels",
+                        "evidence": f"the hottest op {name} runs {avg:.3g} µs per launch, under the "
+                        f"~{SHORT_KERNEL_US:g} µs a launch costs"})
     return out

@@ -18,7 +18,7 @@ from typing import Any
 from helix_engine.errors import HelixError
 from helix_engine.profile import signals
 from helix_engine.profile.ascend import RunningStat
-from helix_engine.profile.report import Hotspot, ProfileReport, fill_common, pick_target
+from helix_engine.profile.report import CPU_TIME_LABEL, Hotspot, ProfileReport, fill_common, pick_target
 from helix_engine.profile.routing import route
 from helix_engine.workspace.reading import (
     decode_text,
@@ -34,7 +34,7 @@ TRACE_FILE = "trace.json"
 KERNEL_CATS = {"kernel": "CUDA kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 ANNOTATION_PREFIX = "triton:"
 MAX_TRACE_BYTES = 512 * 1024 * 1024
-CPU_LABEL = "CPU time of the Triton interpreter (not device time)"
+CPU_LABEL = CPU_TIME_LABEL
 
 
 def read_manifest(profile_dir: Path, *, root: Path | None = None) -> dict[str, Any]:
@@ -155,6 +155,7 @@ def build_trace_report(profile_dir: Path, trace: Path, target_op: str | None, to
                             "to see which kernel dominates, never as device performance")
     if steps:
         report.notes.append(f"{steps} profiler steps in the trace")
+        report.launch_signals["steps"] = steps
     target, report.selection = pick_target(hotspots, target_op)
     report.bound_analysis = {"classification": signals.NO_COUNTERS, "scores": {},
                              "reasoning": ["torch.profiler traces carry no pipeline counters; use Nsight "

@@ -185,3 +185,34 @@ def test_the_cards_ship_in_the_wheel() -> None:
     shipped = [p.relative_to(folder).as_posix() for p in folder.rglob("*.md")]
     assert len(shipped) == 55  # 46 patterns, 6 symptoms, 2 reference pages, the index
     assert all(any(fnmatch.fnmatch(rel, g) and rel.count("/") == g.count("/") for g in globs) for rel in shipped)
+
+
+def test_a_recorded_cpu_profile_of_three_kernels_routes_to_launch_bound(capsys: pytest.CaptureFixture[str]) -> None:
+    """The agent walk: profile-bench of the three-kernel softmax on the cpu backend said "No symptom
+    detected" although each call launched 3 kernels, the launch-bound card's own evidence."""
+    folder = FIX / "profile-cpu-softmax" / "PROF_fp32_16x128"
+    report = build_report(folder)
+    assert report.backend == "cpu" and report.launch_signals["launches_per_call"] == 3
+    assert [s["symptom"] for s in report.symptoms] == ["many-launches"]  # no short-kernels from interpreter time
+    assert "3 launches per call" in report.symptoms[0]["evidence"]
+    assert main(["patterns", "route", "--profile-dir", str(folder), "--json"]) == 0
+    routed = json.loads(capsys.readouterr().out)
+    assert routed["cards"][:2] == ["launch-bound", "fuse-launches"]
+    assert main(["profile-report", "--profile-dir", str(folder)]) == 0
+    text = capsys.readouterr().out
+    assert "- Launches per call: 3 (5 profiled calls)" in text and "**many-launches**" in text
+    assert "no symptom detected" not in text
+
+
+def test_an_ascend_profile_with_helix_manifest_routes_launches_and_short_kernels(tmp_path: Path) -> None:
+    """Ascend: the calls come from the manifest profile-bench writes (an upstream profile without
+    one gives no per-call figure); msprof's matmul runs 6 µs per launch of device time."""
+    import shutil
+
+    folder = tmp_path / "prof"
+    shutil.copytree(FIX / "ascend-profiler" / "msprof_real_output", folder)
+    assert "many-launches" not in [s["symptom"] for s in build_report(folder).symptoms]
+    (folder / "profile-manifest.json").write_text(json.dumps({"backend": "npu", "repeats": 1}))
+    found = {s["symptom"]: s["evidence"] for s in build_report(folder).symptoms}
+    assert found["many-launches"].startswith("9 launches per call (matmul_kernel ×5, Cast ×2")
+    assert "matmul_kernel runs 6.03 µs per launch" in found["short-kernels"]
