@@ -27,6 +27,7 @@ from helix_engine.errors import HelixError
 from helix_engine.eval.bench import collect_records, promote_records, write_records
 from helix_engine.eval.jobrun import bench_mode_for, check_file, resolve_backend
 from helix_engine.eval.loader import find_bench_file
+from helix_engine.perf.formulas import avg_improvement_pct
 from helix_engine.perf.results import RoundEvaluation
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import atomic_write_json
@@ -57,7 +58,11 @@ class Classification:
 
 def classify(speedups: list[float]) -> Classification:
     """Spec §5: gain needs geomean ≥1.10, improved > regressed and min ≥0.92; regression is
-    geomean ≤0.95 or min ≤0.85; everything else (and no cases) is inconclusive."""
+    geomean ≤0.95 or min ≤0.85; everything else (and no cases) is inconclusive.
+
+    The avg improvement is compare-perf's quantity, by compare-perf's function (the mean time
+    reduction, ``formulas.avg_improvement_pct``; a speedup s is the pair (s, 1)), not upstream
+    probe's mean(s−1), which printed +77.1% beside a compare-perf +53.6% for one round."""
     s = [v for v in speedups if v > 0 and math.isfinite(v)]
     if not s:
         return Classification("inconclusive", None, None, 0, 0, None)
@@ -65,7 +70,7 @@ def classify(speedups: list[float]) -> Classification:
     improved = sum(1 for v in s if v > 1.01)
     regressed = sum(1 for v in s if v < 0.99)
     low = min(s)
-    avg = sum(v - 1 for v in s) / len(s) * 100
+    avg = avg_improvement_pct([(v, 1.0) for v in s])
     if geomean >= 1.10 and improved > regressed and low >= 0.92:
         label = "likely_gain"
     elif geomean <= 0.95 or low <= 0.85:
@@ -237,7 +242,9 @@ def _render(out: ProbeOutcome, verbose: bool) -> str:
             f"Summary: {SUMMARIES[out.classification]}",
         ]
         if out.statistic:
-            lines.append(f"Speedup statistic: {out.statistic} (per case; the geomean above is of the same)")
+            avg_of = ("the avg improvement is compare-perf's over the ratio of means" if not out.batches
+                      else "the avg improvement is of the same, by compare-perf's formula")
+            lines.append(f"Speedup statistic: {out.statistic} (per case; the geomean above is of the same; {avg_of})")
         if out.batches:
             lines.append(_adaptive_line(out))
             lines.append(f"Time to verdict: {out.time_to_verdict_s:.1f} s" if out.time_to_verdict_s is not None
@@ -365,6 +372,7 @@ def _classified(out: ProbeOutcome, ev: RoundEvaluation) -> None:
     """Classify the core's per-case speedups (``probe_speedups``); the geomean printed is the
     core's geomean of the same statistic."""
     _fill(out, classify(probe_speedups(ev)), ev.metric_source)
+    out.avg_improvement_pct = ev.avg_improvement_pct  # the core's: what compare-perf prints for these records
     out.statistic = probe_statistic(ev)
     same = ev.geomean_median if out.statistic == "ratio of medians" else ev.geomean
     if same is not None and out.statistic in ("ratio of medians", "ratio of means"):

@@ -43,8 +43,36 @@ def test_improved_must_outnumber_regressed() -> None:
 def test_improved_regressed_bands_and_avg() -> None:
     got = probe.classify([1.01, 1.011, 0.99, 0.989])
     assert (got.improved, got.regressed) == (1, 1)  # 1.01 and 0.99 are inside the ±1% band
-    assert got.avg_improvement_pct == pytest.approx((0.01 + 0.011 - 0.01 - 0.011) / 4 * 100)
-    assert probe.classify([2.0, 0.5]).avg_improvement_pct == pytest.approx(25.0)  # mean(s-1), not compare-perf's
+    assert got.avg_improvement_pct == pytest.approx((1 - 1 / 1.01 + 1 - 1 / 1.011 + 1 - 1 / 0.99 + 1 - 1 / 0.989) / 4 * 100)
+    # compare-perf's mean time reduction mean(1 - 1/s), not upstream probe's mean(s - 1) (+25.0)
+    assert probe.classify([2.0, 0.5]).avg_improvement_pct == pytest.approx(-25.0)
+
+
+def test_probe_and_compare_perf_print_one_avg_improvement_for_the_same_records(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The agent walk: compare-perf printed +53.6% beside 2.18x, probe-bench +77.1% beside 1.75x (its
+    mean(s-1)) for the same round. The probe's line is now the core's number, compare-perf's."""
+    from helix_engine.cli import main
+
+    from builders import Case, write_perf
+
+    def case(samples: list[float]) -> Case:
+        return Case(kernel_us=sum(samples) / len(samples), samples_us=samples, bench_mode="perf-counter")
+
+    base = write_perf(tmp_path / "base_perf.txt", {"a": case([40.0, 44.0, 48.0]), "b": case([20.0, 22.0, 21.0]),
+                                                  "c": case([10.0, 11.0, 12.0])})
+    cand = write_perf(tmp_path / "cand_perf.txt", {"a": case([10.0, 12.0, 30.0]), "b": case([12.0, 11.0, 13.0]),
+                                                  "c": case([9.0, 9.5, 10.0])})
+    assert main(["compare-perf", "--baseline", str(base), "--compare", str(cand)]) == 0
+    compared = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Avg improvement:"))
+    out = probe.ProbeOutcome(0, None, None)
+    probe._classified(out, probe._evaluate(base, cand, "auto"))
+    text = probe._render(out, False)
+    assert f"Advisory avg improvement: {compared.split(': ')[1]}" in text.splitlines()
+    assert "the avg improvement is compare-perf's over the ratio of means" in text
+    means = [(44.0, 52 / 3), (21.0, 12.0), (11.0, 9.5)]
+    assert compared == f"Avg improvement: +{sum((b - c) / b for b, c in means) / 3 * 100:.1f}%"
+    assert out.avg_improvement_pct != pytest.approx(sum(b / c - 1 for b, c in means) / 3 * 100, rel=0.05)
 
 
 def test_lock_is_exclusive_and_released(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
