@@ -123,19 +123,50 @@ def jit_functions(source: str, file: Path | str = "<operator>") -> list[str]:
     return names
 
 
+def referenced_names(source: str) -> set[str]:
+    """Every name the operator's code uses: variables, attributes (``lib.kernel``) and imports
+    (comments and strings are not code). Empty when the source does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+        elif isinstance(node, ast.alias):
+            found.add((node.asname or node.name).rsplit(".", 1)[-1])
+            found.add(node.name.rsplit(".", 1)[-1])
+    return found
+
+
 def resolve_kernels(
     operator_file: Path, metadata: dict[str, str] | None = None
 ) -> tuple[list[str], str]:
-    """Stable union of metadata ``kernels`` and the operator's jit functions, and its source.
+    """Upstream's stable union of metadata ``kernels`` and the operator's jit functions, and its
+    source, limited to the kernels of the measured operator.
 
     ``metadata`` is the header of the harness that names the kernels (bench or test file);
     when None, the operator's own header is used. An empty set is an error.
+
+    The bench header is written once for the baseline; a round that fused three kernels into one
+    still lists the three. When the operator defines jit kernels itself, a header name it neither
+    defines nor uses in its code (a name, an attribute, an import) is dropped: its records name
+    only kernels it can launch. A header name the operator uses is kept (a kernel imported from
+    another module, which the AST of this file cannot see defined); an operator that defines no
+    kernel keeps the whole header (its kernels live elsewhere). ``kernel_source`` stays
+    upstream's: which of the two lists contributed a name.
     """
     operator_file = Path(operator_file)
     source = _read_source(operator_file, "cannot read operator {path}: it {why}")
     meta = parse_metadata(source) if metadata is None else metadata
     from_meta = metadata_kernels(meta)
     from_op = jit_functions(source, operator_file)
+    if from_op:
+        used = referenced_names(source)
+        from_meta = [name for name in from_meta if name in from_op or name in used]
     names: list[str] = []
     for name in [*from_meta, *from_op]:
         if name not in names:

@@ -73,13 +73,39 @@ def test_jit_functions_found_by_ast() -> None:
 
 
 def test_resolve_kernels_sources(tmp_path: Path) -> None:
-    op = write(tmp_path, "op.py", OPERATOR)
+    op = write(tmp_path, "op.py", OPERATOR.replace("import triton\n", "import triton\nfrom lib import extra_kernel\n"))
     names, source = loader.resolve_kernels(op, {"kernels": "extra_kernel, k_plain"})
-    assert names == ["extra_kernel", "k_plain", "k_called", "k_bare"]
+    assert names == ["extra_kernel", "k_plain", "k_called", "k_bare"]  # upstream's union: header first
     assert source == "metadata+operator"
     assert loader.resolve_kernels(op, {}) == (["k_plain", "k_called", "k_bare"], "operator")
     plain = write(tmp_path, "plain.py", "def op(x):\n    return x\n")
     assert loader.resolve_kernels(plain, {"kernels": "k"}) == (["k"], "metadata")
+
+
+def test_a_fused_round_names_only_the_kernels_it_defines_or_uses(tmp_path: Path) -> None:
+    """The agent walk: a round that fused the softmax's three kernels into one still wrote all four
+    names into its perf records, from the bench header the baseline needed. A header name the
+    operator neither defines nor uses in code is dropped; one it uses (an imported kernel, an
+    attribute of a module) is kept; an operator that defines no kernel keeps the header."""
+    fused = write(tmp_path, "opt_softmax.py", '''\
+        # row_max_kernel, exp_sum_kernel and normalize_kernel were fused (a comment is no use)
+        import triton
+        import kernels_lib
+
+        @triton.jit
+        def softmax_fused_kernel(x):
+            pass
+
+        def softmax(x):
+            kernels_lib.normalize_kernel[(1,)](x)
+            softmax_fused_kernel[(1,)](x)
+        ''')
+    header = {"kernels": "row_max_kernel, exp_sum_kernel, normalize_kernel"}
+    assert loader.resolve_kernels(fused, header) == (["normalize_kernel", "softmax_fused_kernel"], "metadata+operator")
+    alone = write(tmp_path, "alone.py", "import triton\n@triton.jit\ndef softmax_fused_kernel(x):\n    pass\n")
+    assert loader.resolve_kernels(alone, header) == (["softmax_fused_kernel"], "operator")
+    wrapper = write(tmp_path, "wrapper.py", "from lib import softmax\n")
+    assert loader.resolve_kernels(wrapper, header)[0] == ["row_max_kernel", "exp_sum_kernel", "normalize_kernel"]
 
 
 def test_no_kernels_is_an_error_naming_file(tmp_path: Path) -> None:
