@@ -5,7 +5,8 @@ Measured fields come from files (the round's perf file compared with the canonic
 perf file through perf.compare), statuses from the round's latest run-test / run-bench jobs
 in .helix/jobs, the parent from what start-round recorded in .helix/state.json (the best
 completed round only for a round opened before helix recorded parents), ``profile_dir`` /
-``ir_dir`` from the round's profile/ and ir/ folders when they hold output. Writing stays in
+``ir_dir`` from the round's profile/ and ir/ folders when they hold output, ``perf_analysis_path``
+when perf-analysis.md is there, ``opt_note_updated`` when opt-note.md has the round's entry. Writing stays in
 lifecycle.write_round_state; the summary skeleton is written only when summary.md is missing.
 """
 
@@ -29,6 +30,8 @@ _JOB_STATUS: dict[str, str] = {"passed": "passed", "failed": "failed", "timeout"
 #: What counts as a round's evidence source, and the file or folder that shows it exists.
 EVIDENCE_SOURCES: tuple[str, ...] = ("benchmark", "profile", "ir", "compiler-source")
 COMPILER_ANALYSIS = "compiler-analysis.md"
+#: The round's deeper diagnosis (the skill's analyze-round-performance output), optional in round-state.
+PERF_ANALYSIS = "perf-analysis.md"
 
 
 @dataclass
@@ -199,7 +202,25 @@ def derive(round_dir: Path, existing: dict[str, Any]) -> Derived:
     for key, folder in EVIDENCE_DIRS.items():
         if not existing.get(key) and _has_output(round_dir, None, folder):
             out.fields[key] = folder
+    if not existing.get("perf_analysis_path") and _plain_file(round_dir / PERF_ANALYSIS):
+        out.fields["perf_analysis_path"] = PERF_ANALYSIS
+    if opt_note_has_round(ws, n):
+        out.fields["opt_note_updated"] = True  # a missing entry keeps the file's value: submit-round writes it
     return out
+
+
+def opt_note_has_round(ws: Path, n: int) -> bool:
+    """Whether opt-note.md already holds the ``## Round N`` entry (read through the safe reader)."""
+    from helix_engine.workspace.markdown import parse_opt_note
+    from helix_engine.workspace.reading import read_text_safe
+
+    path = ws / layout.OPT_NOTE
+    if not path.is_file():
+        return False
+    text, problem = read_text_safe(path, ws)
+    if problem is not None or not text:
+        return False
+    return any(entry.number == n for entry in parse_opt_note(text, layout.OPT_NOTE).rounds)
 
 
 def comparison_line(derived: Derived) -> str:

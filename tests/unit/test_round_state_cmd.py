@@ -179,3 +179,25 @@ def test_profile_and_ir_folders_with_output_are_recorded(ws: Path, capsys: pytes
     (rdir / "round-state.json").write_text(json.dumps({**state, "profile_dir": "profile/PROF_a_1"}))
     rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark,profile,ir")
     assert rc == 0 and data["round_state"]["profile_dir"] == "profile/PROF_a_1"
+
+
+def test_opt_note_entry_and_perf_analysis_are_recorded(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The agent walk: round-state wrote opt_note_updated false although opt-note.md had the round's
+    entry, and no perf_analysis_path although perf-analysis.md existed."""
+    rdir = _round(ws, 2, scaled(0.8))
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark")
+    assert rc == 0 and data["round_state"]["opt_note_updated"] is False
+    assert "perf_analysis_path" not in data["round_state"]
+    (rdir / "perf-analysis.md").write_text("# Perf analysis\n\nthe exp pass dominates\n")
+    (ws / "opt-note.md").write_text("## Round 1\nParent: baseline\n\n## Round 2\nParent: round-1\nTheme: t\n")
+    rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark")
+    assert rc == 0 and data["round_state"]["opt_note_updated"] is True
+    assert data["round_state"]["perf_analysis_path"] == "perf-analysis.md"
+    found = inspect_round(rdir)
+    assert found.state is not None and found.state.perf_analysis_path == "perf-analysis.md" and not found.issues
+    # another round's entry does not count; an empty perf-analysis.md is no analysis
+    rdir3 = _round(ws, 3, scaled(0.8))
+    (rdir3 / "perf-analysis.md").write_text("")
+    rc, data = _run(capsys, "--round-dir", str(rdir3), "--hypothesis", "h", "--evidence", "benchmark")
+    assert rc == 0 and data["round_state"]["opt_note_updated"] is False
+    assert "perf_analysis_path" not in data["round_state"]
