@@ -45,8 +45,8 @@ if TYPE_CHECKING:
     import polars as pl
 
 T = TypeVar("T")
-#: Bytes parsed at once: ~55k kernel_details rows; peak memory is a few times this (`BUFFERS`).
-CHUNK_BYTES = 16 << 20
+#: Bytes per block: ~27k kernel_details rows; peak memory is a few times `BUFFERS` of these.
+CHUNK_BYTES = 8 << 20
 #: Blocks polars parses at once (one parse of a block keeps two cores only partly busy).
 PARSERS = 2
 #: Read buffers in turn: one being read, `PARSERS` + 1 being parsed or waiting, one being checked.
@@ -229,8 +229,9 @@ def _read_block(data: bytes, wanted: list[str], numeric: Sequence[str]) -> tuple
 def _frames(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, synthetic: bytes, wanted: list[str],
             numeric: Sequence[str]) -> Iterator[tuple[pl.DataFrame, int]]:
     """Each block's rows as polars parses them (see `_read_block`), short rows dropped, with the
-    number of data rows before the block (its rows' `ROW` counts from 0). Each block is used
-    before the next is asked for (`_blocks` reuses its buffer).
+    number of data rows before the block (its rows' `ROW` counts from 0). `PARSERS` blocks are
+    parsed at once, in a pool; at most `PARSERS` + 1 are held while the next is read (fewer than
+    the `BUFFERS` that `_blocks` reuses in turn).
 
     A block that polars cannot parse and that holds an odd number of quotes ends inside a quoted
     cell spanning lines: it is parsed together with the next block. A quote that never closes
