@@ -114,6 +114,8 @@ class RoundTree(Tree[str]):
         self._wanted: str | None = None
         self._settling = False  # after a rebuild: swallow cursor jumps until the wanted node is back
         self._labelled: dict[str, tuple[object, ...]] = {}  # key -> what its label was drawn from
+        self._labels: dict[str, tuple[tuple[object, ...], bool, Text]] = {}  # key -> (inputs, named, label)
+        self._batching = False  # inside a rebuild: one invalidation at its end (see _invalidate)
         self._children: dict[str | None, list[int]] = {}  # parent key -> its rounds (snap.children, indexed)
 
     def show(self, snap: WorkspaceSnapshot, selected: str) -> None:
@@ -127,25 +129,35 @@ class RoundTree(Tree[str]):
                     inputs = label_inputs(snap, key, best, current)
                     if self._labelled.get(key) != inputs:  # a reload keeps an unchanged round's view
                         self._labelled[key] = inputs
-                        node.set_label(node_label(snap, key, name_parent=key in self._named_parent))
+                        named = key in self._named_parent
+                        label = node_label(snap, key, name_parent=named)
+                        self._labels[key] = (inputs, named, label)
+                        node.set_label(label)
             return
         self._shape = new_shape
         self._labelled = {}
         self._children = children_by_parent(snap)
         self._settling = True
-        self.clear()
-        self.nodes_by_key = {}
-        self._named_parent = set()
-        unknown = sorted(n for n in snap.rounds if unknown_parent(snap, n))
-        placed: set[int] = set(unknown)
-        self._add_main_line(snap, placed)
-        for n in unknown:  # after the main line, at the top level
-            self._add_subtree(self.root, snap, round_key(n), placed, 0)
-        for n in sorted(snap.rounds):  # anything no parent reached: shown at the top level
-            if n not in placed:
-                placed.add(n)
+        self._batching = True
+        try:
+            self.clear()
+            self.nodes_by_key = {}
+            self._named_parent = set()
+            unknown = sorted(n for n in snap.rounds if unknown_parent(snap, n))
+            placed: set[int] = set(unknown)
+            self._add_main_line(snap, placed)
+            for n in unknown:  # after the main line, at the top level
                 self._add_subtree(self.root, snap, round_key(n), placed, 0)
-        self.root.expand_all()
+            for n in sorted(snap.rounds):  # anything no parent reached: shown at the top level
+                if n not in placed:
+                    placed.add(n)
+                    self._add_subtree(self.root, snap, round_key(n), placed, 0)
+        finally:
+            self._batching = False
+        self._labels = {key: self._labels[key] for key in self.nodes_by_key if key in self._labels}
+        self._invalidate()
+        if not self.root.is_expanded:  # every node with children was added expanded; expand_all
+            self.root.expand()         # posted a NodeExpanded message per node (1000 at 1000 rounds)
         self.focus_key(selected if selected in self.nodes_by_key else BASELINE)
 
     def _kids(self, snap: WorkspaceSnapshot, key: str, placed: set[int]) -> list[int]:
@@ -153,12 +165,25 @@ class RoundTree(Tree[str]):
         placed.update(kids)
         return kids
 
+    def _invalidate(self) -> None:
+        """Textual's Tree invalidates its caches and queues a layout refresh on every node added; a
+        rebuild of a 1000-round tree paid that 1000 times (a new round folder took ~0.3 s to show,
+        issue 12): during a rebuild it happens once, at its end."""
+        if not getattr(self, "_batching", False):  # Tree.__init__ invalidates before ours has run
+            super()._invalidate()
+
     def _add(self, container: TreeNode[str], snap: WorkspaceSnapshot, key: str, *, leaf: bool,
              name_parent: bool = False) -> TreeNode[str]:
-        label = node_label(snap, key, name_parent=name_parent)
+        inputs = label_inputs(snap, key, snap.promoted_best_round, render.current_round(snap))
+        kept = self._labels.get(key)  # a rebuild redraws only the labels whose inputs changed
+        if kept is not None and kept[0] == inputs and kept[1] == name_parent:
+            label = kept[2]
+        else:
+            label = node_label(snap, key, name_parent=name_parent)
+            self._labels[key] = (inputs, name_parent, label)
         node = container.add_leaf(label, data=key) if leaf else container.add(label, data=key, expand=True)
         self.nodes_by_key[key] = node
-        self._labelled[key] = label_inputs(snap, key, snap.promoted_best_round, render.current_round(snap))
+        self._labelled[key] = inputs
         if name_parent:
             self._named_parent.add(key)
         return node
