@@ -99,7 +99,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p = sub.add_parser("goals", help="show or set the session's stop conditions (target speedup, max rounds)",
                        description="The stop conditions submit-round's guideline reads when no runner passes "
                        "--current-round/--final-round: stop once the best round's geomean speedup reaches the "
-                       "target, or after the last allowed round. Kept in .helix/goals.json; "
+                       "target (the low end of its 95% interval, when the perf files carry samples), or after the "
+                       "last allowed round. Kept in .helix/goals.json; "
                        "HELIX_OPTIMIZE_MIN_SPEEDUP overrides the target. prepare-baseline and start-round take "
                        "the same flags.")
     p.add_argument("workspace", nargs="?", default=".", type=Path, metavar="WORKSPACE",

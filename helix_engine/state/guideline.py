@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
+from helix_engine.perf.results import SpeedupEstimate
 from helix_engine.state import lints, measure
 from helix_engine.state.checks import Artifacts, CheckResult
 from helix_engine.state.goals import Goals
@@ -220,19 +222,11 @@ def build_pass(round_dir: Path, state: RoundState, found: Artifacts, baseline_pe
     warnings.extend(str(p) for p in found_lints)
     goals = goals if goals is not None and goals.any else None
     promoted = measure.promoted_best(workspace) if min_speedup is not None or goals is not None else None
-    best = promoted.vs_baseline.point if promoted is not None and promoted.vs_baseline is not None else None
-    met = best is not None and min_speedup is not None and best >= min_speedup
-    stop = (
-        "round check passed. Minimum speedup target satisfied: best completed-round geomean speedup "
-        f"is {best or 0:.2f}x (target {min_speedup or 0:.2f}x). Stop the optimize session now instead of "
-        "opening another round."
-    )
-    prefix = "round check passed. "
-    if min_speedup is not None and best is not None and not met:
-        prefix += (
-            "Minimum speedup target not yet satisfied: best completed-round geomean speedup "
-            f"is {best:.2f}x (target {min_speedup:.2f}x). "
-        )
+    estimate = promoted.vs_baseline if promoted is not None else None
+    check = target_check(estimate, min_speedup, from_env=os.environ.get(MIN_SPEEDUP_ENV) is not None)
+    best, met = check.best, check.met
+    stop = check.stop_text()
+    prefix = "round check passed. " + check.not_met_text()
     next_option: str | None = None
     if met:
         text = stop
@@ -251,8 +245,7 @@ def build_pass(round_dir: Path, state: RoundState, found: Artifacts, baseline_pe
     else:
         text = "round check passed"
     signal = None if goals is None else stop_signal(
-        n, best, min_speedup, goals, stop=next_option is None,
-        batch=current_round is not None and final_round is not None)
+        n, check, goals, stop=next_option is None, batch=current_round is not None and final_round is not None)
     return CheckResult(
         status="pass", issues=warnings, guideline=with_notes(text, warnings), next_option=next_option,
         stage=None, terminal=True, round_state=state, operator_path=found.operator_path,
@@ -274,11 +267,10 @@ def goal_guideline(prefix: str, n: int, max_rounds: int | None) -> tuple[str, st
             f"Run `helix start-round --round-dir {next_option}` before beginning the next round."), next_option
 
 
-def stop_signal(n: int, best: float | None, target: float | None, goals: Goals, *, stop: bool,
-                batch: bool) -> dict[str, object]:
+def stop_signal(n: int, check: TargetCheck, goals: Goals, *, stop: bool, batch: bool) -> dict[str, object]:
     """helix's machine-readable form of the guideline's decision (a key after upstream's)."""
-    met = best is not None and target is not None and best >= target
-    if met:
+    best, target = check.best, check.target
+    if check.met:
         reason = "target-speedup"
     elif batch:
         reason = "batch-complete" if stop else "batch-continues"
@@ -292,4 +284,69 @@ def stop_signal(n: int, best: float | None, target: float | None, goals: Goals, 
         "best_geomean_speedup": best, "target_speedup": target,
         "target_source": None if target is None else (MIN_SPEEDUP_ENV if from_env else ".helix/goals.json"),
         "max_rounds": goals.max_rounds,
+        "best_geomean_interval": list(check.interval) if check.interval is not None else None,
+        "target_judged_by": check.judged_by,
     }
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    """The min-speedup check on the promoted best round's geomean (the evaluation core's estimate).
+
+    Where upstream's rule decides (``HELIX_OPTIMIZE_MIN_SPEEDUP``), the point estimate is compared,
+    as upstream does, and its sentences are kept byte for byte. For helix's own target
+    (.helix/goals.json) the session stops only when the low end of the geomean's interval clears the
+    target: a 2.18x [1.78x, 2.65x] round does not establish a 2.00x target. Without an interval
+    (perf files with no samples) the point is all there is, and upstream's sentence is used."""
+
+    best: float | None
+    target: float | None
+    interval: tuple[float, float] | None  # the interval rule's interval; None on upstream's rule
+    met: bool
+
+    @property
+    def judged_by(self) -> str | None:
+        if self.target is None or self.best is None:
+            return None
+        return "interval-low" if self.interval is not None else "point"
+
+    @property
+    def point_only(self) -> bool:
+        """The point estimate reaches the target but the interval's low end does not."""
+        return (not self.met and self.interval is not None and self.target is not None
+                and self.best is not None and self.best >= self.target)
+
+    def stop_text(self) -> str:
+        best, target = self.best or 0.0, self.target or 0.0
+        if self.interval is not None:
+            low, high = self.interval
+            return ("round check passed. Target speedup reached: the best completed round's geomean speedup is "
+                    f"{best:.2f}x [{low:.2f}x, {high:.2f}x], and the low end of its 95% interval, {low:.2f}x, is at "
+                    f"or above the target {target:.2f}x (.helix/goals.json). Stop the optimize session now instead "
+                    "of opening another round.")
+        return ("round check passed. Minimum speedup target satisfied: best completed-round geomean speedup "
+                f"is {best:.2f}x (target {target:.2f}x). Stop the optimize session now instead of "
+                "opening another round.")
+
+    def not_met_text(self) -> str:
+        """The sentence before the continue/stop text when the target is not met ('' otherwise)."""
+        if self.met or self.target is None or self.best is None:
+            return ""
+        if self.point_only and self.interval is not None:
+            low, high = self.interval
+            return (f"Target speedup met by the point estimate only: the best completed round's geomean speedup "
+                    f"is {self.best:.2f}x [{low:.2f}x, {high:.2f}x], but the low end of its 95% interval, "
+                    f"{low:.2f}x, is below the target {self.target:.2f}x (.helix/goals.json), so the target is not "
+                    "established yet. ")
+        return ("Minimum speedup target not yet satisfied: best completed-round geomean speedup "
+                f"is {self.best:.2f}x (target {self.target:.2f}x). ")
+
+
+def target_check(estimate: SpeedupEstimate | None, target: float | None, *, from_env: bool) -> TargetCheck:
+    """`TargetCheck` of the promoted best round's geomean against the target (see its docstring)."""
+    best = estimate.point if estimate is not None else None
+    interval = estimate.ci95 if estimate is not None and not from_env else None
+    if best is None or target is None:
+        return TargetCheck(best, target, interval, False)
+    met = interval[0] >= target if interval is not None else best >= target
+    return TargetCheck(best, target, interval, met)

@@ -12,6 +12,7 @@ import pytest
 
 from helix_engine.cli import main
 
+from builders import Case
 from state_fixtures import new_workspace, put_round, scaled, workflow_json
 
 ROUND_KEYS = ["kind", "status", "issues", "guideline"]
@@ -58,7 +59,8 @@ def test_target_reached_stops(ws: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert p["guideline"] == STOP_TARGET.format(best="1.60x", target="1.50x")
     assert p["stop_signal"] == {"decision": "stop", "reason": "target-speedup", "round": 1,
                                 "best_geomean_speedup": pytest.approx(1.6), "target_speedup": 1.5,
-                                "target_source": ".helix/goals.json", "max_rounds": None}
+                                "target_source": ".helix/goals.json", "max_rounds": None,
+                                "best_geomean_interval": None, "target_judged_by": "point"}  # no samples
     assert list(p) == [*ROUND_KEYS, "stop_signal"]  # upstream's keys first, in upstream's order
 
 
@@ -78,7 +80,8 @@ def test_max_rounds_continue_then_stop(ws: Path, capsys: pytest.CaptureFixture[s
         "Stop the optimize session now instead of opening another round.")
     assert p["stop_signal"] == {"decision": "stop", "reason": "max-rounds", "round": 2,
                                 "best_geomean_speedup": pytest.approx(1.2), "target_speedup": 1.5,
-                                "target_source": ".helix/goals.json", "max_rounds": 2}
+                                "target_source": ".helix/goals.json", "max_rounds": 2,
+                                "best_geomean_interval": None, "target_judged_by": "point"}
     assert workflow_json(ws)["rounds"]["2"]["status"] == "passed"
 
 
@@ -116,6 +119,72 @@ def test_runner_flags_override_max_rounds(ws: Path, capsys: pytest.CaptureFixtur
     code, p = _round(ws, capsys, 1, 1.1, "--max-rounds", max_rounds, submit=flags)
     assert code == 0 and p["guideline"] == "round check passed. " + guideline_tail
     assert (p["stop_signal"]["decision"], p["stop_signal"]["reason"]) == (decision, reason)
+
+
+def _sampled(samples: list[float]) -> Case:
+    return Case(kernel_us=sum(samples) / len(samples), samples_us=samples, bench_mode="perf-counter")
+
+
+SAMPLED_BASELINE = {"a": _sampled([20.0, 21, 19, 20, 22, 18]), "b": _sampled([40.0, 41, 39, 40, 42, 38])}
+#: 2.31x by the point, [1.51x, 3.52x] by the interval: one slow repetition per case
+NOISY = {"a": _sampled([6.0, 6, 6, 6, 6, 22]), "b": _sampled([12.0, 12, 12, 12, 12, 44])}
+#: 2.50x [2.41x, 2.59x]
+TIGHT = {"a": _sampled([8.0, 8.1, 7.9, 8, 8, 8]), "b": _sampled([16.0, 16.1, 15.9, 16, 16, 16])}
+
+
+@pytest.fixture()
+def sampled_ws(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+    ws = new_workspace(tmp_path, baseline=SAMPLED_BASELINE)
+    assert main(["submit-baseline", "--baseline-dir", str(ws / "baseline")]) == 0
+    capsys.readouterr()
+    return ws
+
+
+def _sampled_round(ws: Path, capsys: pytest.CaptureFixture[str], n: int, cases: dict[str, Any],
+                   *goal_flags: str) -> tuple[int, dict[str, Any]]:
+    code, started = _cli(capsys, "start-round", "--round-dir", str(ws / f"opt-round-{n}"), "--round-strategy",
+                         "exploration", "--analysis-policy", "pattern_entry", "--reason", f"round {n}",
+                         "--parent-round", "baseline", *goal_flags)
+    assert code == 0, started
+    put_round(ws, n, cases)
+    return _cli(capsys, "submit-round", "--round-dir", str(ws / f"opt-round-{n}"))
+
+
+def test_goal_target_met_by_the_point_only_continues(sampled_ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The agent walk: 'Minimum speedup target satisfied ... 2.18x (target 2.00x)' stopped the session
+    although the interval's low end was 1.78x. helix's own target stops only when the low end clears it."""
+    code, p = _sampled_round(sampled_ws, capsys, 1, NOISY, "--target-speedup", "2.0", "--max-rounds", "3")
+    assert code == 0 and p["next_option"] == "opt-round-2"
+    low, high = p["stop_signal"]["best_geomean_interval"]
+    assert low < 2.0 <= p["stop_signal"]["best_geomean_speedup"] <= high
+    assert p["guideline"].startswith(
+        "round check passed. Target speedup met by the point estimate only: the best completed round's geomean "
+        f"speedup is 2.31x [{low:.2f}x, {high:.2f}x], but the low end of its 95% interval, {low:.2f}x, is below "
+        "the target 2.00x (.helix/goals.json), so the target is not established yet. Continue the optimize "
+        "session: opt-round-1 is complete (round 1 of at most 3). Next round: opt-round-2.")
+    assert (p["stop_signal"]["decision"], p["stop_signal"]["reason"]) == ("continue", "continue")
+    assert p["stop_signal"]["target_judged_by"] == "interval-low"
+
+
+def test_goal_target_cleared_by_the_interval_stops_naming_both(sampled_ws: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    code, p = _sampled_round(sampled_ws, capsys, 1, TIGHT, "--target-speedup", "2.0")
+    assert code == 0 and "next_option" not in p
+    low, high = p["stop_signal"]["best_geomean_interval"]
+    assert p["guideline"] == (
+        "round check passed. Target speedup reached: the best completed round's geomean speedup is "
+        f"2.50x [{low:.2f}x, {high:.2f}x], and the low end of its 95% interval, {low:.2f}x, is at or above the "
+        "target 2.00x (.helix/goals.json). Stop the optimize session now instead of opening another round.")
+    assert (p["stop_signal"]["decision"], p["stop_signal"]["reason"]) == ("stop", "target-speedup")
+
+
+def test_the_environment_target_keeps_upstreams_point_rule(sampled_ws: Path, capsys: pytest.CaptureFixture[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """HELIX_OPTIMIZE_MIN_SPEEDUP is upstream's rule: the point estimate, upstream's sentence."""
+    monkeypatch.setenv("HELIX_OPTIMIZE_MIN_SPEEDUP", "2.0")
+    code, p = _sampled_round(sampled_ws, capsys, 1, NOISY, "--max-rounds", "3")
+    assert code == 0 and p["guideline"] == STOP_TARGET.format(best="2.31x", target="2.00x")
+    assert p["stop_signal"]["target_judged_by"] == "point" and p["stop_signal"]["best_geomean_interval"] is None
 
 
 def test_without_goals_the_payload_is_upstreams(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
