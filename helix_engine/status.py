@@ -190,12 +190,28 @@ def next_step(snap: WorkspaceSnapshot) -> str | None:
             return "helix submit-baseline --baseline-dir baseline"
         return "helix prepare-baseline (snapshot, test and bench the operator)"
     if wf.phase == "awaiting_round_start" and wf.baseline.status == "passed":
+        done = _session_done(snap)
+        if done is not None:
+            return done
         taken = set(snap.rounds) | {int(k) for k in wf.rounds if k.isdigit()}
         n = max(taken, default=0) + 1
         return f"helix start-round --round-dir opt-round-{n} ... (see start-round -h)"
     if wf.phase == "baseline" or wf.baseline.status != "passed":
         return "helix submit-baseline --baseline-dir baseline (once baseline/ is ready)"
     return None
+
+
+def _session_done(snap: WorkspaceSnapshot) -> str | None:
+    """The session goals' stop (state/goals.session_end, the guideline's own check), so Next never
+    proposes a round right after submit-round said stop."""
+    from helix_engine.state.goals import session_end
+
+    wf = snap.workflow
+    submitted = [int(k) for k, r in (wf.rounds.items() if wf else ()) if k.isdigit() and r.status != "active"]
+    promotion = snap.evaluation.promotion if snap.evaluation is not None else None
+    best = promotion.best_geomean() if promotion is not None else None
+    label = promotion.best_label if promotion is not None else "baseline"
+    return session_end(snap.root, best, label, max(submitted, default=None))
 
 
 def phase_text(item: OperatorStatus) -> str:

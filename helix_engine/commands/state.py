@@ -139,8 +139,7 @@ def _goals_json(goals: Goals) -> dict[str, float | int | None]:
 def _goals(args: argparse.Namespace) -> int:
     from helix_engine.errors import HelixError
     from helix_engine.sanitize import clean
-    from helix_engine.state.goals import goals_path, load_goals, save_goals
-    from helix_engine.state.guideline import MIN_SPEEDUP_ENV
+    from helix_engine.state.goals import MIN_SPEEDUP_ENV, goals_path, load_goals, save_goals
     from helix_engine.workspace.snapshot import is_workspace
 
     workspace = Path(args.workspace).expanduser().resolve()

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
-from helix_engine.perf.results import SpeedupEstimate
 from helix_engine.state import lints, measure
 from helix_engine.state.checks import Artifacts, CheckResult
-from helix_engine.state.goals import Goals
+from helix_engine.state.goals import MIN_SPEEDUP_ENV, Goals, TargetCheck, target_check
 from helix_engine.workspace import layout
 from helix_engine.workspace.models import RoundState
 
-MIN_SPEEDUP_ENV = "HELIX_OPTIMIZE_MIN_SPEEDUP"
 WINDOW_ENV = "HELIX_OPTIMIZE_LOCAL_OPTIMUM_WINDOW"
 MAX_GAIN_ENV = "HELIX_OPTIMIZE_LOCAL_OPTIMUM_MAX_GEOMEAN_GAIN"
 DELETE_PT_ENV = "HELIX_OPTIMIZE_DELETE_PT_FILES"
@@ -121,23 +118,6 @@ MIN_SPEEDUP_INVALID = (
     "session so the runner can set a valid target, or rerun `helix submit-round` only after "
     f"{MIN_SPEEDUP_ENV} is repaired."
 )
-
-
-def resolve_min_speedup() -> float | None:
-    """T from HELIX_OPTIMIZE_MIN_SPEEDUP: unset → None; empty, non-float, ≤ 0 → ValueError."""
-    raw = os.environ.get(MIN_SPEEDUP_ENV)
-    if raw is None:
-        return None
-    text = raw.strip()
-    if not text:
-        raise ValueError(f"{MIN_SPEEDUP_ENV} is set but empty")
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{MIN_SPEEDUP_ENV} must be a float, got {raw!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{MIN_SPEEDUP_ENV} must be greater than 0")
-    return value
 
 
 def local_optimum_config() -> tuple[int, float]:
@@ -288,65 +268,3 @@ def stop_signal(n: int, check: TargetCheck, goals: Goals, *, stop: bool, batch: 
         "target_judged_by": check.judged_by,
     }
 
-
-@dataclass(frozen=True)
-class TargetCheck:
-    """The min-speedup check on the promoted best round's geomean (the evaluation core's estimate).
-
-    Where upstream's rule decides (``HELIX_OPTIMIZE_MIN_SPEEDUP``), the point estimate is compared,
-    as upstream does, and its sentences are kept byte for byte. For helix's own target
-    (.helix/goals.json) the session stops only when the low end of the geomean's interval clears the
-    target: a 2.18x [1.78x, 2.65x] round does not establish a 2.00x target. Without an interval
-    (perf files with no samples) the point is all there is, and upstream's sentence is used."""
-
-    best: float | None
-    target: float | None
-    interval: tuple[float, float] | None  # the interval rule's interval; None on upstream's rule
-    met: bool
-
-    @property
-    def judged_by(self) -> str | None:
-        if self.target is None or self.best is None:
-            return None
-        return "interval-low" if self.interval is not None else "point"
-
-    @property
-    def point_only(self) -> bool:
-        """The point estimate reaches the target but the interval's low end does not."""
-        return (not self.met and self.interval is not None and self.target is not None
-                and self.best is not None and self.best >= self.target)
-
-    def stop_text(self) -> str:
-        best, target = self.best or 0.0, self.target or 0.0
-        if self.interval is not None:
-            low, high = self.interval
-            return ("round check passed. Target speedup reached: the best completed round's geomean speedup is "
-                    f"{best:.2f}x [{low:.2f}x, {high:.2f}x], and the low end of its 95% interval, {low:.2f}x, is at "
-                    f"or above the target {target:.2f}x (.helix/goals.json). Stop the optimize session now instead "
-                    "of opening another round.")
-        return ("round check passed. Minimum speedup target satisfied: best completed-round geomean speedup "
-                f"is {best:.2f}x (target {target:.2f}x). Stop the optimize session now instead of "
-                "opening another round.")
-
-    def not_met_text(self) -> str:
-        """The sentence before the continue/stop text when the target is not met ('' otherwise)."""
-        if self.met or self.target is None or self.best is None:
-            return ""
-        if self.point_only and self.interval is not None:
-            low, high = self.interval
-            return (f"Target speedup met by the point estimate only: the best completed round's geomean speedup "
-                    f"is {self.best:.2f}x [{low:.2f}x, {high:.2f}x], but the low end of its 95% interval, "
-                    f"{low:.2f}x, is below the target {self.target:.2f}x (.helix/goals.json), so the target is not "
-                    "established yet. ")
-        return ("Minimum speedup target not yet satisfied: best completed-round geomean speedup "
-                f"is {self.best:.2f}x (target {self.target:.2f}x). ")
-
-
-def target_check(estimate: SpeedupEstimate | None, target: float | None, *, from_env: bool) -> TargetCheck:
-    """`TargetCheck` of the promoted best round's geomean against the target (see its docstring)."""
-    best = estimate.point if estimate is not None else None
-    interval = estimate.ci95 if estimate is not None and not from_env else None
-    if best is None or target is None:
-        return TargetCheck(best, target, interval, False)
-    met = interval[0] >= target if interval is not None else best >= target
-    return TargetCheck(best, target, interval, met)

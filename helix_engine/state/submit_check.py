@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.state import checks, guideline, workflow
-from helix_engine.state.goals import FIX, load_goals
+from helix_engine.state.goals import FIX, load_goals, resolve_min_speedup
 
 Payload = tuple[dict[str, Any], int]
 
@@ -32,7 +32,7 @@ def submit_inputs(round_dir: Path, current_round: int | None, final_round: int |
         name = round_dir.name
         return None, _fail(f"missing round directory: {name}", guideline.missing_round_dir_guideline(name))
     try:
-        target = guideline.resolve_min_speedup()
+        target = resolve_min_speedup()
     except ValueError as exc:
         return None, _fail(str(exc), guideline.MIN_SPEEDUP_INVALID)
     session, problem = load_goals(round_dir.parent)

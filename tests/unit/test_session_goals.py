@@ -187,6 +187,47 @@ def test_the_environment_target_keeps_upstreams_point_rule(sampled_ws: Path, cap
     assert p["stop_signal"]["target_judged_by"] == "point" and p["stop_signal"]["best_geomean_interval"] is None
 
 
+def _next(ws: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, str]:
+    """(status --json's next_step, the text's Next: block joined on one line)."""
+    code, data = _cli(capsys, "status", str(ws), "--json")
+    assert code == 0
+    assert main(["status", str(ws)]) == 0
+    text = capsys.readouterr().out
+    shown = " ".join(line.strip() for line in text.split("Next: ", 1)[1].splitlines()[:3]).split(" Summary:")[0]
+    return data["operators"][0]["next_step"], shown
+
+
+def test_status_next_says_the_session_is_done_when_the_goals_say_stop(
+        ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The agent walk: status printed 'Next: helix start-round --round-dir opt-round-2 ...' right after
+    submit-round said stop. Next follows the guideline's own check, in text and JSON."""
+    code, p = _round(ws, capsys, 1, 1.1, "--target-speedup", "1.5", "--max-rounds", "2")
+    assert p["stop_signal"]["decision"] == "continue"
+    assert _next(ws, capsys)[0].startswith("helix start-round --round-dir opt-round-2")
+    code, p = _round(ws, capsys, 2, 1.2)
+    assert p["stop_signal"]["reason"] == "max-rounds"
+    step, shown = _next(ws, capsys)
+    assert step == ("none: the optimize session is done, opt-round-2 was round 2 of at most 2 (.helix/goals.json); "
+                    "`helix goals --max-rounds N` allows more")
+    assert shown.startswith(step[:60])
+    assert main(["goals", str(ws), "--max-rounds", "5", "--target-speedup", "1.15"]) == 0
+    capsys.readouterr()
+    step, _ = _next(ws, capsys)  # round 2 (1.20x, no samples: the point) reaches 1.15x
+    assert step == ("none: the optimize session is done, round-2's geomean speedup 1.20x reaches the target 1.15x "
+                    "(.helix/goals.json)")
+
+
+def test_status_next_follows_the_interval_rule(sampled_ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, p = _sampled_round(sampled_ws, capsys, 1, NOISY, "--target-speedup", "2.0")
+    assert p["stop_signal"]["decision"] == "continue"  # met by the point only
+    assert _next(sampled_ws, capsys)[0].startswith("helix start-round --round-dir opt-round-2")
+    assert main(["goals", str(sampled_ws), "--target-speedup", "1.4"]) == 0
+    capsys.readouterr()
+    step, _ = _next(sampled_ws, capsys)
+    assert step.startswith("none: the optimize session is done, round-1's geomean speedup 2.31x [")
+    assert step.endswith("clears the target 1.40x (.helix/goals.json) by the low end of its 95% interval")
+
+
 def test_without_goals_the_payload_is_upstreams(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, p = _round(ws, capsys, 1, 1.1)
     assert (code, p) == (0, {"kind": "round", "status": "pass", "issues": [], "guideline": "round check passed"})
