@@ -32,15 +32,20 @@ TITLE = "# Compiler Source Analysis"
 BEGIN = "<!-- helix:compiler-source:begin (rewritten by `helix compiler-source`; write outside this block) -->"
 END = "<!-- helix:compiler-source:end -->"
 #: Upstream's sections after the title: the agent's, written once as a skeleton, never rewritten.
+#: Upstream's "Recommended Next Operator Change" asked for a plan, against the skill's hard rule "Do
+#: not write forward-looking optimization plans": helix's skeleton asks for the conclusion the
+#: evidence supports for this round instead (files written before keep their own headings).
 AGENT_SECTIONS: tuple[tuple[str, str], ...] = (
-    ("Executive Summary", "One paragraph: the compiler-side cause and the operator change it leads to."),
+    ("Executive Summary", "One paragraph: the compiler-side cause behind this round's measurements."),
     ("Round Performance Question", "The one narrowed question profile and IR evidence left open."),
     ("Compiler Source Context", "Checkout and commit (see the evidence block above), subsystem read."),
     ("Round Evidence Used", "profile/, ir/ and perf-analysis.md findings this analysis starts from."),
     ("Source Files Inspected", "path:line of each file read (from the ranked locations above, or others)."),
     ("Source-Backed Explanation", "Direct facts from the source, cited; inference marked as inference."),
     ("Implications For Current Operator", "What the compiler behaviour means for this kernel."),
-    ("Recommended Next Operator Change", "The concrete change for the next round."),
+    ("Conclusion From This Round's Evidence", "What the evidence shows about this round's change (which part of "
+     "the measured result the compiler behaviour explains). Not a plan: the next direction comes from fresh evidence "
+     "on the changed code."),
     ("Confidence And Evidence Gaps", "What is not yet shown, and how to show it."),
 )
 _BLOCK = re.compile(re.escape("<!-- helix:compiler-source:begin") + r".*?" + re.escape(END), re.DOTALL)

@@ -204,16 +204,22 @@ def test_round_mode_searches_the_ir_names_and_keeps_the_agents_text(tmp_path: Pa
     assert payload["analysis_file"] == str(written)
     assert [d["name"] for d in payload["definitions"] if d["kind"] == "pass"] == ["PlanMemory", "InjectSync"]
     text = written.read_text()
-    assert text.startswith("# Compiler Source Analysis\n") and "## Recommended Next Operator Change" in text
+    assert text.startswith("# Compiler Source Analysis\n") and "## Conclusion From This Round's Evidence" in text
+    # the skill's hard rule: no forward-looking plan is asked for
+    assert "Recommended Next" not in text and "for the next round" not in text
     assert "pass      hivm-plan-memory" in text and "Passes.td:1" in text
     assert "compiler-source" in evidence_found(round_dir)
-    # the agent writes its conclusion; a second search rewrites only helix's block
+    # the agent writes its conclusion; a second search rewrites only helix's block (a file written
+    # under the old skeleton keeps its heading and text)
     mine = "## Executive Summary\n\nPlanMemory double-buffers only when the loop is static: hoist the bound."
-    written.write_text(text.replace("## Executive Summary\n\n<!-- " + analysis.AGENT_SECTIONS[0][1] + " -->", mine))
+    old_heading = "## Recommended Next Operator Change\n\nThis round's change: fuse the loads.\n"
+    written.write_text(text.replace("## Executive Summary\n\n<!-- " + analysis.AGENT_SECTIONS[0][1] + " -->", mine)
+                       + old_heading)
     assert main(["compiler-source", "locate", "--round", "1", "--workspace", str(ws), "--source-root", str(root),
                  "--term", "enable-auto-multi-buffer"]) == 0
     again = written.read_text()
     assert mine in again and again.count(analysis.END) == 1 and "--term enable-auto-multi-buffer" in again
+    assert again.endswith(old_heading)
     assert "given     enable-auto-multi-buffer" in again
 
 
