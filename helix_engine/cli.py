@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from helix_engine import __version__
+from helix_engine.commands.workspace_flag import apply_workspace_flag
 from helix_engine.errors import HelixError
 from helix_engine.sanitize import clean, guarded_stdio
 
@@ -167,6 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(func: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
     try:
+        apply_workspace_flag(args)  # --workspace/-w into what the command reads (commands/workspace_flag.py)
         return int(func(args) or 0)
     except HelixError as exc:  # its message may name workspace paths and values
         print(f"error: {clean(exc, multiline=True)}", file=sys.stderr)

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from helix_engine.commands.workspace_flag import add_workspace_flag
 from helix_engine.console import print_json
 from helix_engine.sanitize import clean
 
@@ -35,11 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="start it in the background (it outlives this terminal); print the job id and return")
     start.add_argument("--job-id", help=argparse.SUPPRESS)  # --detach names the job it spawns
     start.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_workspace_flag(start)
     start.set_defaults(func=_start)
 
     config = verbs.add_parser("config", help="show or set the agent command and skill file (.helix/agent.json)")
     config.add_argument("workspace", nargs="?", default=".", type=Path, metavar="WORKSPACE",
                         help="the operator workspace (default: the current folder)")
+    add_workspace_flag(config)
     config.add_argument("--command", dest="agent_cmd", metavar="CMD", help="the agent command line")
     config.add_argument("--skill", metavar="FILE", help="the skill file (relative paths: to the workspace)")
     config.add_argument("--timeout-s", type=float, default=None, metavar="S", help="the agent job's time limit")

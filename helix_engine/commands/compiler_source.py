@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
                      help="a pass, op, option or attribute name (repeatable; case-insensitive substring)")
     loc.add_argument("--round", dest="round_n", type=int, default=None, metavar="N",
                      help="add the names in opt-round-N's IR capture and write opt-round-N/compiler-analysis.md")
-    loc.add_argument("--workspace", type=Path, default=Path("."), help="workspace of --round (default: here)")
+    loc.add_argument("--workspace", "-w", type=Path, default=Path("."), help="workspace of --round (default: here)")
     loc.add_argument("--hint", default=None, choices=("pass", "feature", "dialect", "conversion", "layout", "memory",
                                                       "pipeline"))
     loc.add_argument("--limit", type=int, default=10, help="files per area (default 10)")
@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
 
     terms = csub.add_parser("terms", help="the names opt-round-N's IR capture holds (what --round searches for)")
     terms.add_argument("--round", dest="round_n", type=int, required=True, metavar="N")
-    terms.add_argument("--workspace", type=Path, default=Path("."))
+    terms.add_argument("--workspace", "-w", type=Path, default=Path("."), help="the operator workspace (default: here)")
     terms.add_argument("--json", action="store_true")
     terms.set_defaults(func=_terms)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from helix_engine.commands import compat
 from helix_engine.commands.goal_flags import add_goal_flags, goals_line, record_from_args
+from helix_engine.commands.workspace_flag import add_workspace_flag
 from helix_engine.console import print_json
 from helix_engine.errors import HelixError
 from helix_engine.sanitize import clean
@@ -136,6 +137,7 @@ def register(sub: Any) -> None:
                        "times, and store each case's noise floor in .helix/calibration.json; verdicts and "
                        "the promotion rule then use it as the case's margin (never below 1%%).")
     p.add_argument("workspace", nargs="?", default=".", type=Path)
+    add_workspace_flag(p)
     p.add_argument("--cases", help="comma-separated case ids (default: every case)")
     p.add_argument("--rounds", type=int, default=3, help="A/A rounds, each its own job (default 3)")
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE",
@@ -151,6 +153,7 @@ def register(sub: Any) -> None:
                        description="Copy the operator into baseline/, run its test and bench there, "
                        "write baseline/state.json and the perf file, then run submit-baseline.")
     p.add_argument("workspace", nargs="?", default=".", type=Path)
+    add_workspace_flag(p)
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE", help=BENCH_MODE_HELP)
     p.add_argument("--test-mode", choices=("standalone", "differential"))
     p.add_argument("--force", action="store_true",

@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     rd = isub.add_parser("diff", help="the same stage in round N and in its parent round")
     rd.add_argument("--round", dest="round_n", required=True, type=int)
     rd.add_argument("--stage", default=None, help="one stage (default: a delta table of every stage)")
-    rd.add_argument("--workspace", type=Path, default=Path("."))
+    rd.add_argument("--workspace", "-w", type=Path, default=Path("."), help="the operator workspace (default: here)")
     rd.add_argument("--context", type=int, default=2)
     rd.add_argument("--json", action="store_true")
     rd.set_defaults(func=_diff_round)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from helix_engine.commands.workspace_flag import add_workspace_flag
 from helix_engine.console import print_json
 from helix_engine.errors import HelixError
 from helix_engine.sanitize import clean
@@ -23,6 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("file", nargs="?", type=Path, metavar="FILE", help="an operator file (default: --round-dir's)")
     p.add_argument("--round-dir", type=Path, help="the opt-round-N folder whose operator to lint")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_workspace_flag(p, folder_flag="--round-dir")
     p.set_defaults(func=_lint)
 
 

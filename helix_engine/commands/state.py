@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from helix_engine.commands.goal_flags import add_goal_flags, goals_line, record_from_args
+from helix_engine.commands.workspace_flag import add_workspace_flag
 from helix_engine.console import print_json
 from helix_engine.workspace.vocabulary import ANALYSIS_POLICIES, ROUND_STRATEGIES
 
@@ -28,6 +29,7 @@ METRIC_SOURCES = ("kernel", "total-op", "mixed")
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
     p = sub.add_parser("submit-baseline", help="check baseline/ and mark the baseline passed")
     p.add_argument("--baseline-dir", required=True, help="the workspace's baseline/ folder")
+    add_workspace_flag(p, folder_flag="--baseline-dir")
     p.set_defaults(func=_submit_baseline)
 
     p = sub.add_parser("start-round", help="open opt-round-N (one active round at a time)")
@@ -41,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
                    help="baseline or a completed opt-round-M to build on (default: the current best "
                    "round, else baseline); its operator is copied to opt-round-N/opt_<op>.py")
     add_goal_flags(p)
+    add_workspace_flag(p, folder_flag="--round-dir")
     p.set_defaults(func=_start_round)
 
     p = sub.add_parser("set-current-round-state", help="change the active round's strategy or deepen its analysis")
@@ -48,7 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("--analysis-policy", choices=ANALYSIS_POLICIES, metavar="POLICY",
                    help=POLICY_HELP + " (only deeper than the current one)")
     p.add_argument("--reason", required=True, help="why the round's contract changes, in one sentence")
-    p.add_argument("--workspace", help="the workspace (default: found by walking up from the current folder)")
+    p.add_argument("workspace", nargs="?", default=None, metavar="WORKSPACE",
+                   help="the workspace (default: found by walking up from the current folder)")
+    add_workspace_flag(p)
     p.set_defaults(func=_set_current_round_state)
 
     p = sub.add_parser("round-state", help="write opt-round-N/round-state.json from the workspace's measurements",
@@ -70,6 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("--metric-source", choices=METRIC_SOURCES, metavar="SOURCE",
                    help="kernel, total-op or mixed (default: from comparing the perf files)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_workspace_flag(p, folder_flag="--round-dir")
     p.set_defaults(func=_round_state)
 
     p = sub.add_parser("submit-round", help="check a round and record its outcome in the ledger")
@@ -84,6 +90,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
                    help="only say what submit-round would do and what fails; write nothing")
     p.add_argument("--json", action="store_true",
                    help="with --check: print JSON (submit-round itself always prints JSON)")
+    add_workspace_flag(p, folder_flag="--round-dir")
     p.set_defaults(func=_submit_round)
 
     p = sub.add_parser("repair", help="clean up after a killed helix command (temp files, a half-done start-round)",
@@ -94,6 +101,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("workspace", nargs="?", default=".", type=Path, metavar="WORKSPACE",
                    help="the operator workspace (default: the current folder)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_workspace_flag(p)
     p.set_defaults(func=_repair)
 
     p = sub.add_parser("goals", help="show or set the session's stop conditions (target speedup, max rounds)",
@@ -108,6 +116,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     add_goal_flags(p)
     p.add_argument("--clear", action="store_true", help="remove both conditions (before setting any given)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_workspace_flag(p)
     p.set_defaults(func=_goals)
 
 

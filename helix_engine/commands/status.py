@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
+from helix_engine.commands.workspace_flag import add_workspace_flag
 from helix_engine.console import write_json_text
 from helix_engine.errors import HelixError
 from helix_engine.sanitize import clean
@@ -34,6 +35,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
                         help="a workspace, or a folder whose subfolders are workspaces")
     parser.add_argument("-i", "--input", dest="inputs", action="append", type=Path, default=[],
                         metavar="PATH", help="same as PATH (upstream spelling); may be repeated")
+    add_workspace_flag(parser)
     parser.add_argument("--json", action="store_true", help="same as --format json")
     parser.add_argument("--format", choices=("text", "markdown", "json", "html"),
                         default=None, help="output format (default text; html only with --view trend)")
