@@ -129,7 +129,8 @@ def first_present(header: Sequence[str], names: Sequence[str]) -> str | None:
     return None
 
 
-#: Builds one chunk's queries from its rows (a LazyFrame of `ROW` and the wanted columns).
+#: Builds one chunk's queries from its rows (a LazyFrame of `ROW` and the wanted columns); runs
+#: in a parsing thread, `PARSERS` chunks at once.
 Queries = Callable[["pl.LazyFrame"], list["pl.LazyFrame"]]
 
 
@@ -141,6 +142,8 @@ def aggregate_chunks(path: Path, report: CsvReadReport, columns: Sequence[str], 
 
     The rows hold `ROW` and each of ``columns`` that the header has, as the raw cells (strings,
     null when empty; read them with `text` and `number`; for a repeated name, its first column).
+    `ROW` counts from the chunk's first row; a `ROW` column in a result is then offset to count
+    from the file's (so aggregate it with min, max or first; do not compare it with a number).
     Those also in ``numbers`` arrive as `number` reads them (Float64, finite or null), converted
     once per chunk (see `numbers_of`): cheaper than `number` in a query for a column every row needs.
     ``report.header`` is set before ``queries`` first runs. ``root``: the folder the file must stay
@@ -199,68 +202,89 @@ def _chunks(handle: io.BufferedReader, report: CsvReadReport, columns: Sequence[
     last = f"c{len(header) - 1}"
     wanted = sorted({f"c{i}" for i in index.values()} | {last}, key=lambda c: int(c[1:]))
     numeric = [f"c{index[name]}" for name in dict.fromkeys(numbers) if name in index]
-    named = [pl.col(f"c{i}").alias(name) for name, i in index.items()]
-    # one thread reads and checks the blocks and hands `PARSERS` at a time to polars; this one runs
-    # the queries: all at once (polars and the reads release the GIL)
-    frames = _ahead(_frames(_checked(_blocks(handle, pending, report, synthetic)), report, synthetic, wanted,
-                            numeric), "helix-csv-read")
+    named = [pl.col(ROW), *(pl.col(f"c{i}").alias(name) for name, i in index.items())]
+
+    def run(frame: pl.DataFrame) -> list[pl.DataFrame]:
+        return pl.collect_all(queries(frame.lazy().select(named)))
+
+    # one thread reads and checks the blocks and hands `PARSERS` at a time to polars, to be parsed
+    # and queried (polars and the reads release the GIL); this one offsets the results' rows
+    found = _ahead(_frames(_checked(_blocks(handle, pending, report, synthetic)), report, synthetic, wanted,
+                           numeric, run), "helix-csv-read")
     try:
-        with contextlib.closing(frames):
-            for frame, first_row in frames:
-                yield pl.collect_all(queries(frame.lazy().select(pl.col(ROW) + first_row, *named)))
+        with contextlib.closing(found):
+            for results, first_row in found:
+                yield [part.with_columns(pl.col(ROW) + first_row) if ROW in part.columns else part
+                       for part in results]
     except OSError as exc:  # the disk, not the content
         report.problem(f"cannot be read ({exc.strerror or exc}); make it a readable regular file")
 
 
-def _read_block(data: bytes, wanted: list[str], numeric: Sequence[str]) -> tuple[pl.DataFrame, bool]:
+@dataclass
+class _Parsed:
+    """One block as a parsing thread leaves it."""
+
+    height: int  # the rows polars read, short ones included
+    found: list[pl.DataFrame] | None  # the queries' results (`ROW` from the block's first row)
+    suspects: pl.DataFrame | None = None  # instead: rows the csv module must check first
+
+
+def _read_block(data: bytes, wanted: list[str], numeric: Sequence[str],
+                run: Callable[[pl.DataFrame], list[pl.DataFrame]]) -> _Parsed:
     """polars' parse of one block: `ROW` (from 0 in the block) and the ``wanted`` columns as
-    strings, those in ``numeric`` then as `numbers_of` reads them; and whether a row's last cell
-    is empty (the last of ``wanted`` is the header's last column: such a row may be short, i.e.
-    truncated, or blank; that is checked before the column is converted)."""
+    strings, those in ``numeric`` then as `numbers_of` reads them; then ``run`` (the queries) on
+    them, unless a row's last cell is empty (the last of ``wanted`` is the header's last column:
+    such a row may be short, i.e. truncated, or blank, so the rows are returned to be checked)."""
     import polars as pl
 
-    frame = pl.read_csv(data, columns=wanted, infer_schema=False, truncate_ragged_lines=True, row_index_name=ROW)
+    try:
+        frame = pl.read_csv(data, columns=wanted, infer_schema=False, truncate_ragged_lines=True,
+                            row_index_name=ROW)
+    except (pl.exceptions.PolarsError, OverflowError) as exc:
+        raise _Unparsable(str(exc)) from None
     suspects = frame.get_column(wanted[-1]).null_count() > 0
     if numeric:
         frame = frame.with_columns(numbers_of(frame.get_column(c)) for c in numeric)
-    return frame, suspects
+    if suspects:
+        return _Parsed(frame.height, None, frame)
+    return _Parsed(frame.height, run(frame) if frame.height else None)
 
 
 def _frames(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, synthetic: bytes, wanted: list[str],
-            numeric: Sequence[str]) -> Iterator[tuple[pl.DataFrame, int]]:
-    """Each block's rows as polars parses them (see `_read_block`), short rows dropped, with the
+            numeric: Sequence[str], run: Callable[[pl.DataFrame], list[pl.DataFrame]],
+            ) -> Iterator[tuple[list[pl.DataFrame], int]]:
+    """The queries' results on each block's rows (see `_read_block`; short rows dropped), with the
     number of data rows before the block (its rows' `ROW` counts from 0). `PARSERS` blocks are
-    parsed at once, in a pool; at most `PARSERS` + 1 are held while the next is read (fewer than
-    the `BUFFERS` that `_blocks` reuses in turn).
+    parsed and queried at once, in a pool; at most `PARSERS` + 1 are held while the next is read
+    (fewer than the `BUFFERS` that `_blocks` reuses in turn).
 
     A block that polars cannot parse and that holds an odd number of quotes ends inside a quoted
     cell spanning lines: it is parsed together with the next block. A quote that never closes
     is a problem after the whole lines before it are counted."""
     from concurrent.futures import Future, ThreadPoolExecutor
 
-    import polars as pl
 
     prefix, width = len(synthetic), int(wanted[-1][1:]) + 1
     first_row = 0  # rows parsed so far: a row's line is ROW + 2 (no profiler cell spans lines)
 
-    def parse(data: bytes, parsed: Future[tuple[pl.DataFrame, bool]] | None = None) -> tuple[int, pl.DataFrame | None]:
-        """(rows parsed, the rows kept; None when the chunk's rows were all dropped)."""
-        frame, suspects = _read_block(data, wanted, numeric) if parsed is None else parsed.result()
-        height = frame.height
-        if suspects:
-            keep = _drop_short_rows(frame, memoryview(data)[prefix:], width, first_row + 2, report)
-            if keep is None:
-                raise _Stop
-            frame = keep
-        report.rows += frame.height
-        return height, frame if frame.height else None
+    def parse(data: bytes, started: Future[_Parsed] | None = None) -> tuple[int, list[pl.DataFrame] | None]:
+        """(rows parsed, the queries' results; None when the chunk's rows were all dropped)."""
+        parsed = _read_block(data, wanted, numeric, run) if started is None else started.result()
+        if parsed.suspects is None:
+            report.rows += parsed.height
+            return parsed.height, parsed.found
+        keep = _drop_short_rows(parsed.suspects, memoryview(data)[prefix:], width, first_row + 2, report)
+        if keep is None:
+            raise _Stop
+        report.rows += keep.height
+        return parsed.height, run(keep) if keep.height else None
 
     def in_parallel(pool: ThreadPoolExecutor) -> Iterator[tuple[bytes, str | None, Future | None]]:
         """The blocks in order, each with its parse started, up to `PARSERS` blocks ahead."""
         started: collections.deque[tuple[bytes, str | None, Future | None]] = collections.deque()
         for data, damage in blocks:
-            started.append((data, damage, pool.submit(_read_block, data, wanted, numeric) if len(data) > prefix
-                            else None))
+            started.append((data, damage, pool.submit(_read_block, data, wanted, numeric, run)
+                            if len(data) > prefix else None))
             del data
             if len(started) > PARSERS:
                 yield started.popleft()
@@ -277,7 +301,7 @@ def _frames(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, s
             if len(data) > prefix:
                 try:
                     parsed = parse(data, started)
-                except (pl.exceptions.PolarsError, OverflowError) as exc:
+                except _Unparsable as exc:  # a query's error is not the file's: it is raised
                     if damage is None and data.count(b'"') % 2:
                         carry = data[prefix:]
                         del data
@@ -289,9 +313,9 @@ def _frames(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, s
                     return
             del data
             if parsed is not None:
-                height, frame = parsed
-                if frame is not None:
-                    yield frame, first_row
+                height, found = parsed
+                if found is not None:
+                    yield found, first_row
                 first_row += height
             if damage is not None:
                 report.problem(damage, line=first_row + 2)
@@ -299,10 +323,10 @@ def _frames(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, s
         if carry:  # the quote never closes: count the whole lines before it, then say so
             whole = _balanced_prefix(carry)
             if whole:
-                with contextlib.suppress(pl.exceptions.PolarsError, OverflowError):
-                    height, frame = parse(synthetic + carry[:whole])
-                    if frame is not None:
-                        yield frame, first_row
+                with contextlib.suppress(_Unparsable):
+                    height, found = parse(synthetic + carry[:whole])
+                    if found is not None:
+                        yield found, first_row
                     first_row += height
             report.problem("is not a readable CSV file (a quoted cell never ends); re-run the profiler",
                            line=first_row + 2)
@@ -316,6 +340,10 @@ def _frames(blocks: Iterator[tuple[bytes, str | None]], report: CsvReadReport, s
 
 class _Stop(Exception):
     """The careful path found a chunk it cannot read (the problem is in the report)."""
+
+
+class _Unparsable(Exception):
+    """polars cannot parse a block (its message is polars')."""
 
 
 def _balanced_prefix(data: bytes) -> int:

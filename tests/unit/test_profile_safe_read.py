@@ -228,3 +228,21 @@ def test_stopping_early_stops_the_reading_and_parsing_threads(tmp_path: Path,
     chunks.close()
     assert first[0].height > 0 and report.problems == []
     assert not {t.name.split("_")[0] for t in threading.enumerate()} & {"helix-csv-read", "helix-csv-parse"}
+
+
+def test_a_query_error_is_raised_not_reported_as_a_damaged_file(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queries run in the parsing threads; their errors are the caller's bug, not the file's; the
+    ROW a result carries counts from the file's first row, whatever the chunk."""
+    import polars as pl
+
+    path = tmp_path / "kernel_details.csv"
+    path.write_text("Step Id,Name,Duration(us)\n" + "".join(f"{i},k,{i}.5\n" for i in range(50)))
+    report = csvstream.CsvReadReport(path)
+    with pytest.raises(pl.exceptions.ColumnNotFoundError):
+        list(csvstream.aggregate_chunks(path, report, ["Name"], lambda rows: [rows.select("Nope")], root=tmp_path))
+    assert report.problems == []
+    monkeypatch.setattr(csvstream, "CHUNK_BYTES", 64)
+    parts = list(csvstream.aggregate_chunks(path, report, ["Name"], lambda rows: [rows.select(csvstream.ROW)],
+                                            root=tmp_path))
+    assert len(parts) > 5 and [r for part, in parts for r in part.get_column(csvstream.ROW)] == list(range(50))
