@@ -75,7 +75,14 @@ def measure_size(ws: Path, upstream: Path, repeats: int) -> dict[str, Any]:
         for name, runs in sides.items():
             runs.append(_measure.run(argv[name], cwd=ws.parent))
     best = {name: _best_round(runs[-1].stdout) for name, runs in sides.items()}
-    return {"runs": sides, "best": best, "argv": argv, "load": _measure.load_average(), "cold": cold}
+    changed = []  # helix after one round's perf file is rewritten (same bytes, new identity)
+    rounds = sorted(int(p.name.split("-")[-1]) for p in ws.glob("opt-round-*"))
+    perf = next((ws / f"opt-round-{rounds[len(rounds) // 2]}").glob("*_perf.txt"))
+    for _ in range(min(repeats, 3)):
+        perf.write_bytes(perf.read_bytes())
+        changed.append(_measure.run(argv["helix"], cwd=ws.parent))
+    return {"runs": sides, "best": best, "argv": argv, "load": _measure.load_average(), "cold": cold,
+            "changed": changed}
 
 
 def _median(runs: list[_measure.Run], attr: str) -> float:
@@ -104,6 +111,14 @@ def size_rows(size: int, got: dict[str, Any]) -> list[dict[str, Any]]:
         {"benchmark": "status", "figure": f"helix status --json, {size} rounds: peak RSS", "value": round(rss_h, 1),
          "unit": "MiB", "compare_to": f"upstream, same run: {_measure.spread([r.peak_mib for r in upstream])} MiB",
          "ratio": round(rss_h / rss_u, 3), "note": f"helix {_measure.spread([r.peak_mib for r in helix])} MiB; {common}"},
+        {"benchmark": "status", "figure": f"helix status --json, {size} rounds, after one round's perf file is "
+         "rewritten: wall", "value": round(_median(got["changed"], "wall_s"), 3), "unit": "s",
+         "compare_to": f"upstream's median above: {wall_u:.3f} s", "ratio": round(_median(got["changed"], "wall_s") / wall_u, 3),
+         "note": f"helix {_measure.spread([r.wall_s for r in got['changed']])} s, peak RSS "
+                 f"{_measure.spread([r.peak_mib for r in got['changed']])} MiB: the middle round's perf file rewritten "
+                 "with the same bytes before each run, so the stored output (.helix/cache/status.json) is not used and "
+                 "that round is judged again (the other rounds' summaries come from .helix/cache/rounds.json); "
+                 f"{got['load']}"},
     ]
 
 
