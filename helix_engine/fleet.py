@@ -134,11 +134,15 @@ def _mtime(entry: os.DirEntry[str]) -> float:
 
 def last_change(ws: Path) -> float | None:
     """The newest modification time among the workspace's contract files: the top folder,
-    baseline/ and each opt-round-N/, .helix/ and each job folder (one level deep each)."""
+    baseline/ and each opt-round-N/, .helix/ and each job folder (one level deep each).
+
+    ``.helix/cache/`` is derived data that reading a workspace writes: it is no change, and
+    neither is ``.helix/`` itself (its files are looked at one by one)."""
     newest = 0.0
     folders = [Path(ws), Path(ws) / layout.HELIX_DIR, Path(ws) / layout.HELIX_DIR / layout.JOBS_DIR]
     for entry in _entries(Path(ws)):
-        newest = max(newest, _mtime(entry))
+        if entry.name != layout.HELIX_DIR:
+            newest = max(newest, _mtime(entry))
         if entry.is_dir(follow_symlinks=False) and (
                 entry.name == layout.BASELINE_DIR or layout.round_number(entry.name) is not None):
             folders.append(Path(entry.path))
@@ -147,6 +151,8 @@ def last_change(ws: Path) -> float | None:
             folders.append(Path(entry.path))
     for folder in folders[1:]:
         for entry in _entries(folder):
+            if folder == folders[1] and entry.name == layout.CACHE_DIR:
+                continue
             newest = max(newest, _mtime(entry))
     return newest or None
 

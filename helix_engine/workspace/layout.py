@@ -31,6 +31,7 @@ BASELINE_STATE = "state.json"
 WORKFLOW_STATE = "state.json"  # inside .helix/
 JOBS_DIR = "jobs"  # inside .helix/
 ROUND_TIMINGS_DIR = "round-timings"  # inside .helix/
+CACHE_DIR = "cache"  # inside .helix/: derived data (summaries, intervals, stored status), safe to delete
 
 
 def round_number(name: str) -> int | None:

@@ -44,7 +44,9 @@ def _running_cluster_job(ws: Path) -> str:
 def test_fleet_rows_carry_the_numbers_status_prints(fleet_folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
     job_id = _running_cluster_job(fleet_folder / "softmax")
     fleet = _json(["fleet", str(fleet_folder), "--json"], capsys)
-    newest = max(p.lstat().st_mtime for p in (fleet_folder / "softmax").rglob("*"))  # files and folders
+    ws = fleet_folder / "softmax"
+    newest = max(p.lstat().st_mtime for p in ws.rglob("*")  # files and folders; derived cache data is no change
+                 if p != ws / ".helix" and ws / ".helix" / "cache" not in (p, *p.parents))
     status = _json(["status", str(fleet_folder), "--json"], capsys)
     rows = {r["name"]: r for r in fleet["workspaces"]}
     assert set(rows) == {"softmax", "layernorm"}  # only workspaces
@@ -77,3 +79,26 @@ def test_fleet_of_a_file_is_a_sentence(tmp_path: Path, capsys: pytest.CaptureFix
     (tmp_path / "f").write_text("x")
     assert main(["fleet", str(tmp_path / "f")]) == 1
     assert "is not a folder; give a folder of operator workspaces" in capsys.readouterr().err
+
+
+def test_reading_a_workspace_is_no_change(tmp_path: Path) -> None:
+    """The cache a status writes under .helix/cache/ (and the .helix/ folder's own time) must not
+    make the picker and `helix fleet` say a workspace changed just now (the picker snapshot
+    read "0 s ago" for workspaces last touched an hour before)."""
+    import os
+
+    from helix_engine.fleet import last_change
+
+    ws = tmp_path / "ws"
+    (ws / "opt-round-1").mkdir(parents=True)
+    (ws / "opt-round-1" / "summary.md").write_text("x")
+    (ws / ".helix").mkdir()
+    (ws / ".helix" / "state.json").write_text("{}")
+    old = 1_700_000_000.0
+    for path in [ws, *ws.rglob("*")]:
+        os.utime(path, (old, old), follow_symlinks=False)
+    (ws / ".helix" / "cache").mkdir()
+    (ws / ".helix" / "cache" / "rounds.json").write_text("{}")
+    assert last_change(ws) == pytest.approx(old)
+    (ws / ".helix" / "state.json").write_text("{}")  # a real change inside .helix/ still counts
+    assert last_change(ws) > old + 1000
