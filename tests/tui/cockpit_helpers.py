@@ -1,12 +1,15 @@
-"""Helpers for the cockpit tests: real workspaces written by tests/builders.py, bounded waits."""
+"""Helpers for the cockpit tests: real workspaces written by tests/builders.py, the cockpit under
+Pilot, bounded waits that poll a condition (never a fixed sleep), and typing."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -34,7 +37,8 @@ def make_workspace(root: Path, *, active_round: bool = False) -> Path:
 
 
 async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 20.0) -> bool:
-    """Let the app run until ``predicate()`` holds (bounded; returns False on timeout)."""
+    """Let the app run until ``predicate()`` holds (bounded; returns False on timeout). It looks
+    every ~20 ms: most conditions hold within a frame or two of the work they wait for."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -42,12 +46,61 @@ async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 20.0) 
                 return True
         except Exception:  # noqa: BLE001 - widgets may not exist yet
             pass
-        await pilot.pause(0.05)
+        await pilot.pause(0.02)
     return False
 
 
+def _perf_shown(app) -> bool:
+    """The perf pane shows the view of the current selection, metric and reference."""
+    last = app.main.query_one("#perf")._last
+    return last is not None and last[0].key == (app.selected, app.metric, app.against)
+
+
+def _watching(app) -> bool:
+    """The file watcher has started (or the app does not follow files). A Textual worker runs
+    its first step as soon as it is RUNNING, and that step registers the watches, so a file a
+    test writes from here on is seen."""
+    from textual.worker import WorkerState
+
+    return not app.watch_enabled or any(w.group == "watch" and w.state == WorkerState.RUNNING for w in app.workers)
+
+
 async def settle(pilot, app) -> None:
-    """Wait until the first snapshot is painted (tree populated, perf computed)."""
+    """Wait until the first snapshot is painted (tree populated, the selection's perf view shown,
+    the watcher started), then until the app is idle: conditions, not a fixed sleep."""
     assert await wait_for(pilot, lambda: app.snapshot is not None and bool(app.main.query_one("#tree").nodes_by_key))
-    await pilot.pause(0.2)
+    assert await wait_for(pilot, lambda: _perf_shown(app) and _watching(app))
+    await pilot.pause()
     await asyncio.sleep(0)
+
+
+@contextlib.asynccontextmanager
+async def cockpit(ws: Path, size: tuple[int, int] = (120, 36), *, notifications: bool = False,
+                  **options: Any) -> AsyncIterator[tuple[Any, Any]]:
+    """``(app, pilot)``: the cockpit on ``ws`` under Pilot, settled (the setup nearly every cockpit
+    test starts with). ``options`` go to HelixApp; jobs are not polled unless ``job_poll_s`` says so."""
+    from helix_tui.app import HelixApp
+
+    options.setdefault("job_poll_s", 0)
+    app = HelixApp(ws, **options)
+    async with app.run_test(size=size, notifications=notifications) as pilot:
+        await settle(pilot, app)
+        yield app, pilot
+
+
+async def type_text(pilot, text: str) -> None:
+    """Type ``text`` into the focused widget: the key events pilot.press sends, one a character,
+    in order, then one wait for the app to handle them (pilot.press waits for the app to go idle
+    after every key, ~80 ms a character). Text only: keys that move focus or open a screen go
+    through pilot.press."""
+    from textual import events
+    from textual._wait import wait_for_idle
+    from textual.keys import _character_to_key
+
+    app = pilot.app
+    for char in text:
+        event = events.Key(char if char.isalnum() else _character_to_key(char), char)
+        event.set_sender(app)
+        app._driver.send_message(event)  # noqa: SLF001 - what pilot.press does for each key
+    await wait_for_idle(0)
+    await pilot.pause()

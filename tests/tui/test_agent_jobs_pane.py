@@ -15,7 +15,7 @@ import pytest
 
 from helix_tui.app import HelixApp
 
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, settle, type_text, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_AGENT = ROOT / "tests" / "fixtures" / "agent" / "fake_agent.py"
@@ -30,9 +30,7 @@ async def test_agent_output_streams_into_the_jobs_pane_and_x_cancels_it(
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}"
     ended: list[object] = []
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         await pilot.press("3")
         thread = threading.Thread(target=lambda: ended.append(start_agent(ws, command)), daemon=True)
         thread.start()
@@ -57,9 +55,7 @@ async def test_key_a_starts_the_configured_agent_and_the_jobs_pane_follows_it(
     gate = tmp_path / "never"
     monkeypatch.setenv("FAKE_AGENT_GATE", str(gate))
     monkeypatch.setenv("HELIX_AGENT_COMMAND", f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))}")
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         await pilot.press("A")
         jobs = app.main.query_one("#jobs")
         assert await wait_for(pilot, lambda: app.main.query_one("#tabs").active == "tab-jobs")
@@ -93,7 +89,7 @@ async def test_palette_and_a_remapped_key_start_the_agent_or_say_how_to_configur
         assert "helix agent config --command" in said()
         app.clear_notifications()
         await pilot.press("ctrl+p")
-        await pilot.press(*"start agent")
+        await type_text(pilot, "start agent")
         await pilot.pause(0.3)
         await pilot.press("enter")
         assert await wait_for(pilot, lambda: "no agent command is configured" in said(), timeout=15)

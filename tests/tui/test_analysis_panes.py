@@ -7,18 +7,14 @@ from pathlib import Path
 
 from textual.widgets import OptionList
 
-from helix_tui.app import HelixApp
-
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 async def test_hotspots_pane_shows_the_profile_report(ws: Path) -> None:
     shutil.copytree(FIXTURES / "ascend-profiler" / "standalone_real_output", ws / "opt-round-2" / "profile")
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         app.selected = "opt-round-1"
         await pilot.press("4")
         pane = app.main.query_one("#hotspots")
@@ -34,9 +30,7 @@ async def test_ir_pane_lists_stages_and_diffs_against_the_parent(ws: Path) -> No
     shutil.copytree(stages, ws / "opt-round-2" / "ir")
     changed = ws / "opt-round-2" / "ir" / "2_hivm-inject-sync.mlir"
     changed.write_text(changed.read_text() + "// helix-test: one more line\n")
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         app.selected = "opt-round-2"
         await pilot.press("6")
         options = app.main.query_one("#ir-stages", OptionList)
@@ -84,9 +78,7 @@ async def test_text_panes_wrap_long_lines_at_80_columns(ws: Path) -> None:
 
     from helix_tui.widgets.panes import TextPane
 
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (80, 24)) as (app, pilot):
         long_line = "x" * 150 + " TAIL-MARK"
         for key, pane_id, lexer in (("4", "#hotspots", "markdown"), ("6", "#ir-text", "diff"), ("6", "#ir-text", None)):
             await pilot.press(key)

@@ -9,9 +9,7 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from helix_tui.app import HelixApp
-
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 
 def _with_context(perf: Path, context: dict) -> None:
@@ -23,9 +21,7 @@ async def test_perf_pane_warns_when_the_sides_were_measured_apart(ws: Path) -> N
     base_ctx = {"time": "2026-07-20T10:00:00Z", "host": "node-1", "device_id": "cuda:0", "load_avg": 0.1, "cpu_count": 8}
     _with_context(ws / "baseline" / "add_perf.txt", base_ctx)
     _with_context(ws / "opt-round-1" / "opt_add_perf.txt", dict(base_ctx, time="2026-07-20T13:00:00Z", host="node-7"))
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         tree = app.main.query_one("#tree")
         tree.focus()
         await pilot.press("home")
@@ -45,9 +41,7 @@ async def test_calibrate_key_starts_helix_calibrate_on_the_workspace(ws: Path, t
     python.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$@\" > {out}\n")
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("HELIX_PYTHON", str(python))
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         await pilot.press("K")
         assert await wait_for(pilot, lambda: out.is_file() and out.read_text().strip() != "")
         assert out.read_text().split() == ["-m", "helix_engine", "calibrate", "."]

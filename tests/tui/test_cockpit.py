@@ -12,13 +12,12 @@ import pytest
 from textual.widgets import DataTable, Input, Select, SelectionList, Static, TabbedContent, TextArea
 
 from helix_tui import actions
-from helix_tui.app import HelixApp
 from helix_tui.screens.forms import SetRoundStateScreen, StartRoundScreen
 from helix_tui.screens.help import HelpScreen
 from helix_tui.screens.problems import ProblemsScreen
 from helix_tui.screens.submit import SubmitRoundScreen
 
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, type_text, wait_for
 
 
 def shown(widget) -> str:
@@ -43,9 +42,7 @@ async def select(pilot, app, key: str) -> None:
 
 
 async def test_tree_and_perf_show_the_session(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         tree = app.main.query_one("#tree")
         labels = {k: str(n.label) for k, n in tree.nodes_by_key.items()}
         assert labels["opt-round-1"].startswith("✔ round-1 1.16x")  # geomean of 10/8, 20/18, 40/36
@@ -62,9 +59,7 @@ async def test_tree_and_perf_show_the_session(ws: Path) -> None:
 
 
 async def test_compare_with_parent_and_metric_keys(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         await select(pilot, app, "opt-round-2")
         await pilot.press("c")
         table = app.main.query_one("#perf-table", DataTable)
@@ -81,9 +76,7 @@ async def test_compare_with_parent_and_metric_keys(ws: Path) -> None:
 
 
 async def test_start_round_form_writes_the_workflow(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         await pilot.press("n")
         assert isinstance(app.screen, StartRoundScreen)
         assert app.screen.query_one("#round-dir").value == "opt-round-3"
@@ -92,7 +85,7 @@ async def test_start_round_form_writes_the_workflow(ws: Path) -> None:
         assert await wait_for(pilot, lambda: "structural_change + pattern_entry is unusual" in shown(preview))
         assert app.focused is app.screen.query_one("#reason")  # the one field that needs input
         assert app.screen.query_one("#parent", Input).value == "opt-round-2"  # the current best
-        await pilot.press(*"vectorize the loads")
+        await type_text(pilot, "vectorize the loads")
         await pilot.press("ctrl+s")
         # a pass closes the form, and a notice says what changed and which file to edit
         assert await wait_for(pilot, lambda: not isinstance(app.screen, StartRoundScreen))
@@ -113,11 +106,9 @@ async def test_start_round_form_writes_the_workflow(ws: Path) -> None:
 
 
 async def test_start_round_shows_the_engine_refusal(active_ws: Path) -> None:
-    app = HelixApp(active_ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (120, 40)) as (app, pilot):
         await pilot.press("n")
-        await pilot.press(*"another one")
+        await type_text(pilot, "another one")
         await pilot.press("ctrl+s")
         answer = app.screen.query_one("#answer", Static)
         assert await wait_for(pilot, lambda: shown(answer).startswith("fail"))
@@ -129,9 +120,7 @@ async def test_form_answer_is_scrolled_into_view_at_80x24(ws: Path) -> None:
     """At 80x24 the answer sits below the buttons, off screen: ctrl+s must not look like a no-op."""
     from textual.containers import VerticalScroll
 
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (80, 24)) as (app, pilot):
         await pilot.press("n")
         assert isinstance(app.screen, StartRoundScreen)
         await pilot.press("ctrl+s")  # no reason: the engine's refusal is the answer
@@ -158,9 +147,7 @@ def _write_job(ws: Path, job_id: str, kind: str, round_name: str, status: str) -
 async def test_submit_round_prefills_from_jobs_and_submits(active_ws: Path) -> None:
     _write_job(active_ws, "20260720-080000-run-test-aaaa", "run-test", "opt-round-3", "passed")
     _write_job(active_ws, "20260720-080100-run-bench-bbbb", "run-bench", "opt-round-3", "passed")
-    app = HelixApp(active_ws, job_poll_s=0)
-    async with app.run_test(size=(120, 48)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (120, 48)) as (app, pilot):
         assert await wait_for(pilot, lambda: len(app.tracker.order) == 2)
         await select(pilot, app, "opt-round-3")
         await pilot.press("s")
@@ -179,7 +166,7 @@ async def test_submit_round_prefills_from_jobs_and_submits(active_ws: Path) -> N
         assert app.focused is form.query_one("#run")  # nothing required is empty: Submit has the focus
         hypothesis.value = ""
         hypothesis.focus()
-        await pilot.press(*"bigger tiles")
+        await type_text(pilot, "bigger tiles")
         form.query_one("#evidence", SelectionList).select("profile")
         await pilot.press("ctrl+s")
         # a pass closes the form with a notice
@@ -195,9 +182,7 @@ async def test_submit_round_prefills_from_jobs_and_submits(active_ws: Path) -> N
 
 async def test_submit_round_shows_checker_problems_inline(active_ws: Path) -> None:
     (active_ws / "opt-round-3" / "opt_add_perf.txt").unlink()
-    app = HelixApp(active_ws, job_poll_s=0)
-    async with app.run_test(size=(120, 48)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (120, 48)) as (app, pilot):
         await select(pilot, app, "opt-round-3")
         await pilot.press("s")
         form = app.screen
@@ -219,9 +204,7 @@ async def test_submit_form_prefills_the_start_reason_and_writes_a_missing_summar
         handle.write("\n## State Update 2026-07-20T09:00:00Z\n- Source: set-current-round-state\n"
                      "- Round strategy: exploration\n- Analysis policy: pattern_entry\n"
                      "- Reason: vectorize the loads of the fp32 rows\n")
-    app = HelixApp(active_ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (80, 24)) as (app, pilot):
         await select(pilot, app, "opt-round-3")
         await pilot.press("s")
         form = app.screen
@@ -233,7 +216,7 @@ async def test_submit_form_prefills_the_start_reason_and_writes_a_missing_summar
         answer = form.query_one("#answer", Static)
         assert await wait_for(pilot, lambda: "summary" in shown(answer))
         assert not (rdir / "summary.md").exists() and not (rdir / "round-state.json").exists()
-        await pilot.press(*"Vectorized loads: 1.3x on fp32 rows.")  # typed text lands in the summary
+        await type_text(pilot, "Vectorized loads: 1.3x on fp32 rows.")  # typed text lands in the summary
         form.query_one("#correctness", Select).value = "passed"
         form.query_one("#benchmark", Select).value = "passed"
         await pilot.pause()
@@ -245,9 +228,7 @@ async def test_submit_form_prefills_the_start_reason_and_writes_a_missing_summar
 
 
 async def test_set_round_state_form(active_ws: Path) -> None:
-    app = HelixApp(active_ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (120, 40)) as (app, pilot):
         await pilot.press("a")
         form = app.screen
         assert isinstance(form, SetRoundStateScreen)
@@ -259,7 +240,7 @@ async def test_set_round_state_form(active_ws: Path) -> None:
         assert app.focused is form.query_one("#policy", Select)
         form.query_one("#policy", Select).value = "profile_required"
         form.query_one("#reason").focus()
-        await pilot.press(*"need the profile")
+        await type_text(pilot, "need the profile")
         await pilot.press("enter")
         assert await wait_for(pilot, lambda: not isinstance(app.screen, SetRoundStateScreen))
         said = " ".join(str(n.message) for n in app._notifications)
@@ -273,7 +254,8 @@ async def test_set_round_state_form(active_ws: Path) -> None:
         assert form.query_one("#policy", Select).value == "profile_required"
         assert "now exploration / profile_required" in shown(form.query_one("#now"))
         form.query_one("#reason").focus()
-        await pilot.press(*"nothing new", "enter")  # unchanged values: refused in the form, nothing written
+        await type_text(pilot, "nothing new")
+        await pilot.press("enter")  # unchanged values: refused in the form, nothing written
         assert await wait_for(pilot, lambda: "nothing to change" in shown(form.query_one("#answer")))
 
 
@@ -282,9 +264,7 @@ async def test_a_refused_job_key_is_shown_not_swallowed(active_ws: Path) -> None
     must say why instead of "started … see the Jobs pane" with nothing there."""
     perf = active_ws / "opt-round-2" / "opt_add_perf.txt"
     before = perf.read_text()
-    app = HelixApp(active_ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (120, 36)) as (app, pilot):
         await select(pilot, app, "opt-round-2")
         await pilot.press("b")
 
@@ -320,9 +300,7 @@ async def test_job_keys_spawn_the_cli(active_ws: Path, tmp_path: Path, monkeypat
                                      flag: str | None) -> None:
     python, out = _recorder(tmp_path, "python")
     monkeypatch.setenv("HELIX_PYTHON", str(python))
-    app = HelixApp(active_ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (120, 36)) as (app, pilot):
         await select(pilot, app, "opt-round-3")  # the active round (b on a submitted one is refused)
         from helix_engine import cli
 
@@ -340,9 +318,7 @@ async def test_edit_opens_the_file_of_the_pane(ws: Path, tmp_path: Path, monkeyp
     editor, out = _recorder(tmp_path, "editor")
     monkeypatch.setenv("EDITOR", str(editor))
     monkeypatch.delenv("VISUAL", raising=False)
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         await select(pilot, app, "opt-round-1")
         await pilot.press("2")  # attempts pane
         assert app.main.query_one("#tabs", TabbedContent).active == "tab-attempts"
@@ -353,9 +329,7 @@ async def test_edit_opens_the_file_of_the_pane(ws: Path, tmp_path: Path, monkeyp
 
 async def test_help_problems_and_refresh(ws: Path) -> None:
     (ws / "opt-round-1" / "round-state.json").write_text("{not json")
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         label = str(app.main.query_one("#tree").nodes_by_key["opt-round-1"].label)
         assert "!" in label  # problem badge on the node
         await pilot.press("question_mark")
@@ -377,9 +351,7 @@ async def test_problems_screen_lists_each_problem_once_and_shows_it_whole(ws: Pa
     """A round's problem is also in the workspace list: it was shown twice (and counted twice in
     the header), and at 80 columns the problem sentence itself was cut off."""
     (ws / "opt-round-1" / "round-state.json").write_text("{not json")
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (80, 24)) as (app, pilot):
         await pilot.press("exclamation_mark")
         assert isinstance(app.screen, ProblemsScreen)
         rows = table_rows(app.screen.query_one(DataTable))
@@ -393,20 +365,16 @@ async def test_problems_screen_lists_each_problem_once_and_shows_it_whole(ws: Pa
 
 
 async def test_palette_lists_cockpit_actions(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         await pilot.press("ctrl+p")
-        await pilot.press(*"metric")
+        await type_text(pilot, "metric")
         await pilot.pause(0.5)
         await pilot.press("enter")
         assert await wait_for(pilot, lambda: app.metric == "kernel")
 
 
 async def test_hangup_exits_cleanly(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (80, 24)) as (app, pilot):
         os.kill(os.getpid(), __import__("signal").SIGHUP)
         assert await wait_for(pilot, lambda: app._exit)
     assert app.return_value == 0
@@ -421,9 +389,7 @@ async def test_perf_pane_shows_confidence_and_verdicts(tmp_path: Path) -> None:
 
     ws = build_workspace(tmp_path, baseline={"a": case(10.0), "b": case(20.0)},
                          rounds=[RoundSpec({"a": case(8.0), "b": case(20.0)})])
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(140, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (140, 36)) as (app, pilot):
         app.selected = "opt-round-1"
         table = app.main.query_one("#perf-table", DataTable)
         assert await wait_for(pilot, lambda: "vs baseline" in shown(app.main.query_one("#perf-summary")))
@@ -442,9 +408,7 @@ async def test_perf_pane_at_80_columns_shows_speedup_and_verdict_and_short_times
 
     ws = build_workspace(tmp_path, baseline={"fp32_16x128": 25790.949167, "fp16_16x96": 6.7241},
                          rounds=[RoundSpec({"fp32_16x128": 2500.8, "fp16_16x96": 6.5})])
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (80, 24)) as (app, pilot):
         await select(pilot, app, "opt-round-1")
         table = app.main.query_one("#perf-table", DataTable)
         assert await wait_for(pilot, lambda: "vs baseline" in shown(app.main.query_one("#perf-summary")))

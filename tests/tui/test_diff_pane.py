@@ -13,7 +13,7 @@ from helix_tui.app import HelixApp
 from helix_tui.widgets.diff_text import CONTINUATION, DiffText
 
 from builders import RoundSpec, build_workspace
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 LONG = "    # " + " ".join(f"word{i:02d}" for i in range(40))  # ~240 columns: wraps at 80
 
@@ -37,9 +37,7 @@ def _rows(app: HelixApp) -> list[str]:
 
 
 async def test_the_diff_is_against_the_parent_and_c_switches_to_the_baseline(tmp_path: Path) -> None:
-    app = HelixApp(_workspace(tmp_path), job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(_workspace(tmp_path), (120, 40)) as (app, pilot):
         app.selected = "opt-round-2"
         await pilot.press("5")
         diff = app.main.query_one("#diff")
@@ -60,9 +58,7 @@ async def test_the_diff_is_against_the_parent_and_c_switches_to_the_baseline(tmp
 
 
 async def test_wrapped_diff_lines_keep_their_marker_at_80_columns(tmp_path: Path) -> None:
-    app = HelixApp(_workspace(tmp_path), job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(_workspace(tmp_path), (80, 24)) as (app, pilot):
         app.selected = "opt-round-2"
         await pilot.press("5")
         diff = app.main.query_one("#diff")

@@ -10,12 +10,12 @@ import pytest
 from textual.widgets import DataTable, Static
 
 from helix_engine.fleet import geomean_text, load_row
-from helix_tui.app import HelixApp, run_cockpit
+from helix_tui.app import run_cockpit
 from helix_tui.screens.cluster import NO_CLUSTER
 from helix_tui.screens.picker import FleetScreen, PickerApp
 
 from builders import build_workspace
-from cockpit_helpers import BASELINE, ROUND_1, ROUND_2, make_workspace, settle, wait_for
+from cockpit_helpers import BASELINE, ROUND_1, ROUND_2, cockpit, make_workspace, wait_for
 
 
 def _cells(table: DataTable, row: int) -> list[str]:
@@ -43,9 +43,7 @@ async def test_w_opens_another_workspace_of_the_fleet(tmp_path: Path) -> None:
     here = build_workspace(tmp_path, name="softmax", baseline=BASELINE, rounds=[ROUND_1])
     other = build_workspace(tmp_path, name="layernorm", baseline=BASELINE, rounds=[ROUND_2])
     (tmp_path / "notes").mkdir()  # not a workspace: not listed
-    app = HelixApp(here, watch=False, job_poll_s=0)  # the fleet: the workspace's folder
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(here, (140, 40), watch=False) as (app, pilot):  # the fleet: the workspace's folder
         await pilot.press("W")
         assert isinstance(app.screen, FleetScreen)
         table = app.screen.query_one(DataTable)
@@ -77,9 +75,7 @@ def test_run_cockpit_opens_the_workspace_chosen_with_w(tmp_path: Path, monkeypat
 
 async def test_c_without_a_cluster_says_how_to_name_one(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HELIX_CLUSTER", raising=False)
-    app = HelixApp(ws, watch=False, job_poll_s=0)
-    async with app.run_test(size=(120, 30)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 30), watch=False) as (app, pilot):
         await pilot.press("C")
         status = app.screen.query_one("#cluster-status", Static)
         assert await wait_for(pilot, lambda: NO_CLUSTER in str(status.render()).replace("\n", " "), timeout=10)

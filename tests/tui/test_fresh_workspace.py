@@ -15,7 +15,7 @@ from helix_tui.app import HelixApp
 from helix_tui.screens.forms import PrepareBaselineScreen
 
 from builders import write_operator
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, type_text, wait_for
 
 
 def said(app: HelixApp) -> str:
@@ -40,9 +40,7 @@ def fresh(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("key", ["b", "t", "n", "B"])
 async def test_keys_on_a_fresh_folder_lead_to_prepare_baseline(fresh: Path, key: str) -> None:
-    app = HelixApp(fresh, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(fresh, (80, 24)) as (app, pilot):
         summary = app.main.query_one("#perf-summary", Static)
         assert await wait_for(pilot, lambda: "press B to prepare it" in str(summary.render()))
         await pilot.press(key)
@@ -56,9 +54,7 @@ async def test_keys_on_a_fresh_folder_lead_to_prepare_baseline(fresh: Path, key:
 async def test_prepare_baseline_runs_the_cli_command(fresh: Path, tmp_path: Path, monkeypatch) -> None:
     python, out = _recorder(tmp_path)
     monkeypatch.setenv("HELIX_PYTHON", str(python))
-    app = HelixApp(fresh, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(fresh, (80, 24)) as (app, pilot):
         await pilot.press("b")
         assert await wait_for(pilot, lambda: isinstance(app.screen, PrepareBaselineScreen))
         await pilot.press("ctrl+s")
@@ -69,12 +65,10 @@ async def test_prepare_baseline_runs_the_cli_command(fresh: Path, tmp_path: Path
 
 
 async def test_palette_offers_prepare_baseline_and_ir_capture(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         for query, title in (("prepare", "Prepare baseline"), ("capture", "Capture IR")):
             await pilot.press("ctrl+p")
-            await pilot.press(*query)
+            await type_text(pilot, query)
 
             def prompts() -> list[str]:
                 options = app.screen.query_one(CommandList)
@@ -89,9 +83,7 @@ async def test_ir_capture_key_runs_helix_ir_capture_on_the_selected_round(ws: Pa
                                                                          monkeypatch) -> None:
     python, out = _recorder(tmp_path)
     monkeypatch.setenv("HELIX_PYTHON", str(python))
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         app.selected = "opt-round-2"
         await pilot.pause()
         await pilot.press("i")
@@ -111,9 +103,7 @@ async def test_ir_capture_key_runs_helix_ir_capture_on_the_selected_round(ws: Pa
 async def test_t_on_a_round_without_its_operator_names_the_expected_file(ws: Path) -> None:
     (ws / "opt-round-3").mkdir()
     (ws / "opt-round-3" / "attempts.md").write_text("# attempts\n")
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         assert await wait_for(pilot, lambda: "opt-round-3" in app.main.query_one("#tree").nodes_by_key)
         app.selected = "opt-round-3"
         assert await wait_for(pilot, lambda: app.main.query_one("#tree").cursor_node.data == "opt-round-3")

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helix_tui.app import HelixApp  # noqa: E402
 
-from cockpit_helpers import settle, wait_for  # noqa: E402
+from cockpit_helpers import cockpit, wait_for  # noqa: E402
 from hostile import JOB_ID, MARKUP, PAYLOAD, build_hostile_workspace  # noqa: E402
 
 #: Textual's own output: SGR styles and cursor moves (and nothing else).
@@ -61,9 +61,7 @@ def hostile_ws(tmp_path: Path) -> Path:
 
 
 async def test_every_pane_shows_hostile_workspace_text_escaped_and_plain(hostile_ws: Path) -> None:
-    app = HelixApp(hostile_ws, watch=False, job_poll_s=0)
-    async with app.run_test(size=(200, 60)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(hostile_ws, (200, 60), watch=False) as (app, pilot):
         app.selected = "opt-round-1"
         assert await wait_for(pilot, lambda: app.main.query_one("#perf-table").row_count >= 2)
         await pilot.pause(0.2)
@@ -111,9 +109,7 @@ async def test_every_pane_shows_hostile_workspace_text_escaped_and_plain(hostile
 
 
 async def test_forms_and_notifications_show_workspace_text_plain(hostile_ws: Path) -> None:
-    app = HelixApp(hostile_ws, watch=False, job_poll_s=0)
-    async with app.run_test(size=(200, 60), notifications=True) as pilot:
-        await settle(pilot, app)
+    async with cockpit(hostile_ws, (200, 60), notifications=True, watch=False) as (app, pilot):
         app.selected = "opt-round-1"
         await pilot.pause(0.2)
         await pilot.press("s")  # submit form: the hypothesis from round-state.json

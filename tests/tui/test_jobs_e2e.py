@@ -13,9 +13,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable
 
-from helix_tui.app import HelixApp
-
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,9 +34,7 @@ async def test_cli_benchmark_from_another_terminal_streams_in(active_ws: Path, m
 
     assert "run-bench" in cli.command_names()
     monkeypatch.setenv("HELIX_BACKEND", "cpu")
-    app = HelixApp(active_ws, job_poll_s=1.0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (120, 40), job_poll_s=1.0) as (app, pilot):
         app.selected = "opt-round-3"
         await pilot.press("3")
         proc = subprocess.Popen(
@@ -72,9 +68,7 @@ async def test_bench_key_runs_a_real_job(active_ws: Path, monkeypatch) -> None:
     for key, value in _env().items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("HELIX_PYTHON", raising=False)
-    app = HelixApp(active_ws, job_poll_s=1.0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (120, 40), job_poll_s=1.0) as (app, pilot):
         app.selected = "opt-round-3"
         await pilot.press("b")
         assert await wait_for(pilot, lambda: bool(app.tracker.order), timeout=60)

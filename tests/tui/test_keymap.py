@@ -12,7 +12,7 @@ from helix_tui.app import HelixApp
 from helix_tui.commands import ACTIONS
 from helix_tui.keymap import binding_ids, load_keymap, parse_keymap
 
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 
 def said(app: HelixApp) -> str:
@@ -23,9 +23,7 @@ async def test_a_remapped_key_runs_the_action_and_help_shows_it(ws: Path, tmp_pa
     keymap = tmp_path / "keys.toml"
     keymap.write_text('pane-jobs = "j"\nhelp = "h"\nclose = "escape,x"\n')
     monkeypatch.setenv("HELIX_KEYMAP", str(keymap))
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         tabs = app.main.query_one("#tabs", TabbedContent)
         await pilot.press("3")  # the old key no longer opens the Jobs pane
         await pilot.pause(0.1)
@@ -62,9 +60,7 @@ async def test_a_bad_keymap_is_a_sentence_and_the_default_keys_stay(ws: Path, tm
     keymap = tmp_path / "keys.toml"
     keymap.write_text(content + "\n")
     monkeypatch.setenv("HELIX_KEYMAP", str(keymap))
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         assert await wait_for(pilot, lambda: sentence in said(app))
         assert "default keys" in said(app)
         await pilot.press("3")

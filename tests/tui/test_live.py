@@ -14,7 +14,7 @@ from textual.widgets import DataTable, ProgressBar, TabbedContent
 from helix_tui.app import HelixApp
 
 from builders import RoundSpec, write_perf, write_round
-from cockpit_helpers import ROUND_1, settle, wait_for
+from cockpit_helpers import ROUND_1, cockpit, wait_for
 
 CHILD = textwrap.dedent(
     """
@@ -56,9 +56,7 @@ def rows(table: DataTable) -> list[list[str]]:
 
 
 async def test_outside_writes_appear_without_a_key(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         app.selected = "opt-round-1"
         await pilot.press("2")
         tail = app.main.query_one("#attempts")
@@ -86,9 +84,7 @@ async def test_outside_writes_appear_without_a_key(ws: Path) -> None:
 
 async def test_a_running_job_streams_case_by_case(ws: Path, tmp_path: Path) -> None:
     gate = tmp_path / "go"
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         await pilot.press("3")
         thread = _start_job(ws, [sys.executable, "-c", CHILD, str(gate)])
         jobs = app.main.query_one("#jobs")
@@ -110,9 +106,7 @@ async def test_a_running_job_streams_case_by_case(ws: Path, tmp_path: Path) -> N
 
 
 async def test_cancel_key_stops_the_selected_job(ws: Path, tmp_path: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         await pilot.press("3")
         thread = _start_job(ws, [sys.executable, "-c", "import time; print('sleeping', flush=True); time.sleep(60)"])
         jobs = app.main.query_one("#jobs")
@@ -127,9 +121,7 @@ async def test_cancel_key_stops_the_selected_job(ws: Path, tmp_path: Path) -> No
 
 
 async def test_bad_and_vanishing_files_never_crash(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         app.selected = "opt-round-2"
         await pilot.press("2")
         tail = app.main.query_one("#attempts")
@@ -151,9 +143,7 @@ async def test_bad_and_vanishing_files_never_crash(ws: Path) -> None:
 
 
 async def test_a_failing_job_shows_failed_with_its_output(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         await pilot.press("3")
         code = "import sys; print('Traceback (most recent call last): boom', flush=True); sys.exit(3)"
         thread = _start_job(ws, [sys.executable, "-c", code], kind="run-test")
@@ -173,9 +163,7 @@ async def test_a_failing_job_shows_failed_with_its_output(ws: Path) -> None:
 async def test_the_whole_workspace_vanishing_is_a_message(ws: Path) -> None:
     import shutil
 
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         app.selected = "opt-round-2"
         shutil.rmtree(ws)
         header = app.main.query_one("#header")
@@ -189,9 +177,7 @@ async def test_the_whole_workspace_vanishing_is_a_message(ws: Path) -> None:
 async def test_a_new_job_takes_the_detail_when_the_shown_one_is_finished(ws: Path) -> None:
     """An agent's run-bench starts while the Jobs pane shows a finished job: the per-case table
     must follow the new job (it stayed on the old one until the row was picked by hand)."""
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         await pilot.press("3")
         _start_job(ws, [sys.executable, "-c", "print('first')"], kind="run-test").join(30)
         jobs = app.main.query_one("#jobs")
@@ -224,9 +210,7 @@ async def test_finished_jobs_show_their_final_progress_not_0_of_unknown(ws: Path
             cases.append({"event": "case_finished", "case_id": case, "record": {"kernel_avg_time_us": 1.0}})
     _finished_job(ws, "j-bench", "run-bench", "failed", cases)
     _finished_job(ws, "j-test-no-cases", "run-test", "passed", [{"event": "log", "msg": "ok"}])
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (80, 24)) as (app, pilot):
         await pilot.press("3")
         jobs = app.main.query_one("#jobs")
         table = jobs.query_one("#jobs-table", DataTable)
@@ -321,9 +305,7 @@ HOLD_IN_A_CASE = textwrap.dedent(
 async def test_after_a_cancel_no_case_is_running_and_x_again_says_a_sentence(ws: Path) -> None:
     """Issue 13 finding 8: after a cancel the case being measured still read `running`, and `x` on
     the finished job said only `cancel <id> / passed`."""
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         await pilot.press("3")
         thread = _start_job(ws, [sys.executable, "-c", HOLD_IN_A_CASE])
         jobs = app.main.query_one("#jobs")
@@ -355,9 +337,7 @@ async def test_picking_a_job_sticks_and_renders_once(ws: Path, monkeypatch) -> N
     renders = []
     real_show = JobsPane.show
     monkeypatch.setattr(JobsPane, "show", lambda self, *a, **k: (renders.append(1), real_show(self, *a, **k))[1])
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         await pilot.press("3")
         jobs = app.main.query_one("#jobs")
         table = jobs.query_one("#jobs-table", DataTable)

@@ -13,10 +13,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markdown import Markdown
 
-from helix_tui.app import HelixApp
-
 from builders import RoundSpec, build_workspace
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,9 +25,7 @@ def shown(widget) -> str:  # noqa: ANN001
 
 
 async def test_header_at_80_columns_keeps_the_best_round_and_its_speedup(active_ws: Path) -> None:
-    app = HelixApp(active_ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (80, 24)) as (app, pilot):
         header = app.main.query_one("#header")
         best = app.snapshot.promotion.best_geomean()
         assert app.snapshot.promoted_best_round == 2 and best is not None
@@ -48,9 +44,7 @@ async def test_a_slowdown_reads_as_slower_in_the_perf_pane_and_upstream_keeps_it
     """`avg improvement -900.0%` read badly: helix's own pane says 10.0x slower; compare-perf's
     upstream block keeps its numbers byte for byte."""
     ws = build_workspace(tmp_path, baseline={"a": 10.0, "b": 20.0}, rounds=[RoundSpec({"a": 100.0, "b": 200.0})])
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         app.selected = "opt-round-1"
         summary = app.main.query_one("#perf-summary")
         assert await wait_for(pilot, lambda: "vs baseline" in shown(summary))
@@ -75,9 +69,7 @@ def test_speedup_words() -> None:
 async def test_hotspot_tables_at_80_columns_show_whole_cells(ws: Path) -> None:
     """`softma…  interp…  27407.…`: the hotspot table now keeps the columns that fit whole."""
     shutil.copytree(FIXTURES / "ascend-profiler" / "standalone_real_output", ws / "opt-round-2" / "profile")
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (80, 24)) as (app, pilot):
         app.selected = "opt-round-2"
         await pilot.press("4")
         pane = app.main.query_one("#hotspots")
@@ -96,9 +88,7 @@ async def test_hotspot_tables_at_80_columns_show_whole_cells(ws: Path) -> None:
 
 async def test_a_refused_bench_says_what_the_cockpit_can_do(ws: Path) -> None:
     """A bench of a submitted round suggested `--output`, which no key can pass."""
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24), notifications=True) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (80, 24), notifications=True) as (app, pilot):
         app.selected = "opt-round-1"
         await pilot.pause(0.2)
         await pilot.press("b")
@@ -115,9 +105,7 @@ async def test_notices_never_cover_the_footer(ws: Path) -> None:
     is followed), and the newest is the one in view."""
     from textual.widgets._toast import Toast
 
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24), notifications=True) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (80, 24), notifications=True) as (app, pilot):
         for i in range(6):
             app.notify(f"notice {i}: started `helix run-bench --operator-file opt-round-{i}/opt_add.py`; see the Jobs pane (3)",
                        title=f"bench opt-round-{i}", timeout=30)

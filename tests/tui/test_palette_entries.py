@@ -8,7 +8,7 @@ from textual.command import CommandList
 
 from helix_tui.app import HelixApp
 
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, type_text, wait_for
 
 
 def _prompts(app: HelixApp) -> list[str]:
@@ -17,11 +17,9 @@ def _prompts(app: HelixApp) -> list[str]:
 
 
 async def test_palette_has_one_quit(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         await pilot.press("ctrl+p")
-        await pilot.press(*"quit")
+        await type_text(pilot, "quit")
         assert await wait_for(pilot, lambda: "Quit" in " ".join(_prompts(app)))
         await pilot.pause(0.3)  # let every provider answer
         assert [p for p in _prompts(app) if p.strip() == "Quit"] == ["Quit"], _prompts(app)
@@ -30,9 +28,7 @@ async def test_palette_has_one_quit(ws: Path) -> None:
 
 
 async def test_palette_still_offers_every_other_action(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         await pilot.press("ctrl+p")
-        await pilot.press(*"diff pane")
+        await type_text(pilot, "diff pane")
         assert await wait_for(pilot, lambda: any("Diff pane" in p for p in _prompts(app)))

@@ -13,7 +13,7 @@ from helix_tui.app import HelixApp
 from helix_tui.screens.card import CardScreen
 from helix_tui.widgets.hotspots import HotspotsPane
 
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -24,9 +24,7 @@ def _card_text(app: HelixApp) -> str:
 
 async def test_hotspots_pane_lists_routed_cards_and_k_or_enter_opens_one(ws: Path) -> None:
     shutil.copytree(FIXTURES / "ascend-profiler" / "realistic_parent_layout", ws / "opt-round-2" / "profile")
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40)) as (app, pilot):
         app.selected = "opt-round-2"
         await pilot.press("4")
         pane = app.main.query_one("#hotspots-pane", HotspotsPane)
@@ -55,9 +53,7 @@ async def test_hotspots_pane_lists_routed_cards_and_k_or_enter_opens_one(ws: Pat
 
 
 async def test_without_a_profile_k_opens_the_index(ws: Path) -> None:
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (80, 24)) as (app, pilot):
         app.selected = "opt-round-1"
         await pilot.press("4")
         pane = app.main.query_one("#hotspots-pane", HotspotsPane)

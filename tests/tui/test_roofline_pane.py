@@ -9,9 +9,8 @@ from pathlib import Path
 from textual.widgets import DataTable
 
 from helix_engine.perf import peaks
-from helix_tui.app import HelixApp
 
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 BYTES = 29_000_000  # at round-1's 8 µs: 3625 GB/s, 86% of a measured 4224 GB/s
 
@@ -27,9 +26,7 @@ async def test_perf_pane_shows_the_roofline_of_the_selected_round(ws: Path) -> N
     _declare(ws / "opt-round-1" / "opt_add_perf.txt")
     peaks.store(ws, peaks.MeasuredPeak(device="NVIDIA H200", backend="cuda", measured_at="2026-07-20T10:00:00Z",
                                        copy_gbps=4224.0))
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 36)) as (app, pilot):
         table = app.main.query_one("#perf-table", DataTable)
         tree = app.main.query_one("#tree")
         tree.focus()

@@ -12,7 +12,7 @@ from textual.widgets import Button, Select, SelectionList, Static
 from helix_tui.app import HelixApp
 from helix_tui.screens.submit import SubmitRoundScreen
 
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, settle, type_text, wait_for
 
 
 def shown(widget) -> str:
@@ -64,7 +64,7 @@ async def test_a_round_that_would_fail_is_not_closed_without_a_second_ctrl_s(act
         assert (active_ws / "opt-note.md").read_bytes() == note_before
         # changing a value withdraws the confirmation: the next ctrl+s checks again
         form.query_one("#hypothesis").focus()
-        await pilot.press(*" and unroll")
+        await type_text(pilot, " and unroll")
         assert await wait_for(pilot, lambda: "Submit anyway" not in str(form.query_one("#run", Button).label))
         answer.update("")
         await pilot.press("ctrl+s")
@@ -87,9 +87,7 @@ async def test_statuses_come_from_the_latest_jobs_that_ran_to_a_verdict(active_w
     _write_job(active_ws, "20260720-080100-run-bench-bbbb", "run-bench", "opt-round-3", "passed")
     _write_job(active_ws, "20260720-080200-run-bench-cccc", "run-bench", "opt-round-3", "lost")
     _write_job(active_ws, "20260720-080300-run-test-dddd", "run-test", "opt-round-3", "cancelled")
-    app = HelixApp(active_ws, job_poll_s=0)
-    async with app.run_test(size=(120, 48)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (120, 48)) as (app, pilot):
         assert await wait_for(pilot, lambda: len(app.tracker.order) == 4)
         form = await _open_submit(pilot, app)
         assert form.query_one("#correctness", Select).value == "passed"

@@ -13,10 +13,8 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from helix_tui.app import HelixApp
-
 from builders import Case, RoundSpec, build_workspace
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,9 +52,7 @@ async def test_perf_pane_jobs_pane_and_compare_perf_show_the_same_speedup(tmp_pa
     cli = {c["latency_id"].removeprefix("latency-"): c for c in comparison["cases"]}
     assert round(cli["a"]["speedup_mean"]["point"], 2) == 2.20 and round(cli["a"]["speedup_median"]["point"], 2) == 2.00
 
-    app = HelixApp(ws, job_poll_s=0)
-    async with app.run_test(size=(140, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (140, 40)) as (app, pilot):
         app.selected = "opt-round-1"
         perf = app.main.query_one("#perf-table", DataTable)
         assert await wait_for(pilot, lambda: perf.row_count == 2 and "[" in _rows(perf)[0][1])

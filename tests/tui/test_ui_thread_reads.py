@@ -11,9 +11,7 @@ from pathlib import Path
 
 from test_live import CHILD, _start_job
 
-from helix_tui.app import HelixApp
-
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 WATCHED = {"attempts.md", "summary.md", "perf-analysis.md", "events.jsonl", "output.log"}
 
@@ -31,9 +29,7 @@ async def test_selection_submit_and_jobs_read_files_off_the_ui_thread(ws: Path, 
 
     (ws / "opt-round-2" / "attempts.md").write_text("## Attempt 1\n" + "x" * 200 + "\n" * 3000)
     gate = tmp_path / "go"
-    app = HelixApp(ws, job_poll_s=0.1)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(ws, (120, 40), job_poll_s=0.1) as (app, pilot):
         monkeypatch.setattr(os, "open", spying_open)  # the safe reader opens descriptors itself
         thread = _start_job(ws, [sys.executable, "-c", CHILD, str(gate)])
         for key in ("opt-round-1", "opt-round-2", "baseline", "opt-round-2"):

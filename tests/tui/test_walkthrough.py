@@ -14,7 +14,7 @@ from textual.widgets import Tree
 
 from helix_tui.app import HelixApp
 
-from cockpit_helpers import wait_for
+from cockpit_helpers import type_text, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "softmax"
@@ -57,7 +57,7 @@ async def test_empty_folder_to_a_promoted_round_with_the_keyboard_at_80x24(tmp_p
                               and app.snapshot.baseline.state is not None, timeout=60)
         await pilot.press("n")
         assert await wait_for(pilot, lambda: _screen(app) == "StartRoundScreen"), _said(app)
-        await pilot.press(*"fuse the three kernels into one pass")
+        await type_text(pilot, "fuse the three kernels into one pass")
         await pilot.press("ctrl+s")
         candidate = ws / "opt-round-1" / "opt_softmax.py"
         assert await wait_for(pilot, lambda: candidate.is_file() and _screen(app) == "MainScreen", timeout=60), _said(app)
@@ -96,7 +96,7 @@ async def test_empty_folder_to_a_promoted_round_with_the_keyboard_at_80x24(tmp_p
         form = app.screen
         assert await wait_for(pilot, lambda: "would" in str(form.query_one("#check").render()), timeout=60)
         assert form.query("#summary") and app.focused is form.query_one("#summary")
-        await pilot.press(*"One fused kernel: a single pass over each row; faster on every case.")
+        await type_text(pilot, "One fused kernel: a single pass over each row; faster on every case.")
         await pilot.press("ctrl+s")
         assert await wait_for(pilot, lambda: _screen(app) == "MainScreen", timeout=60), str(
             form.query_one("#answer").render())

@@ -22,13 +22,12 @@ from helix_engine.watch import (
     watch_workspace,
 )
 from helix_engine.workspace.snapshot import load_workspace
-from helix_tui.app import HelixApp
 from helix_tui.jobs_state import JobLive, JobTracker
 from helix_tui.widgets.file_tail import FileTail
 from helix_tui.widgets.round_tree import MAX_DEPTH, RoundTree
 
 from builders import RoundSpec, build_workspace
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import cockpit, wait_for
 
 
 class TailApp(App[None]):
@@ -235,9 +234,7 @@ def _ancestors(node):  # noqa: ANN001, ANN202
 
 
 async def test_usable_at_80x24(active_ws: Path) -> None:
-    app = HelixApp(active_ws, job_poll_s=0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot, app)
+    async with cockpit(active_ws, (80, 24)) as (app, pilot):
         assert app.main.has_class("-narrow")
         tree = app.main.query_one("#tree")
         assert tree.size.width <= 26 and tree.size.height >= 15
