@@ -114,7 +114,9 @@ def test_standin_probe_bench_screens_on_the_npu_path(ws: Path) -> None:
     assert candidate[0]["kernel_avg_time_us"] == pytest.approx(88.842)
 
 
-def test_standin_profile_bench_and_profile_report_give_the_recorded_numbers(ws: Path) -> None:
+def test_standin_profile_bench_and_profile_report_give_the_recorded_numbers(ws: Path, tmp_path: Path) -> None:
+    import shutil
+
     from helix_engine.profile.report import build_report
 
     run = _helix(ws, "profile-bench", "--operator-file", "matmul.py", "--case-id", CASE, "--backend", "npu", "--json")
@@ -127,7 +129,12 @@ def test_standin_profile_bench_and_profile_report_give_the_recorded_numbers(ws: 
     shown = _helix(ws, "profile-report", "--profile-dir", str(produced), "--json")
     assert shown.returncode == 0, shown.stderr
     report = json.loads(shown.stdout)
-    recorded = build_report(RECORDED / "standalone_real_output").to_json()
+    # the recording with the manifest profile-bench wrote beside it: the launch counts per call read
+    # the manifest's repeats (the case's 3; the recording itself was made over 10 steps)
+    copied = tmp_path / "recorded"
+    shutil.copytree(RECORDED / "standalone_real_output", copied)
+    shutil.copy(produced / "profile-manifest.json", copied / "profile-manifest.json")
+    recorded = build_report(copied).to_json()
     same = ("target_operator", "selection", "target_row", "op_summary", "core_type_totals", "data_movement_hotspots",
             "top_ops", "operator_type_guess", "bound_analysis", "pipeline_signals", "task_timeline_signals",
             "host_api_signals", "op_count", "total_time_us", "hotspots", "symptoms", "suggested_patterns")
