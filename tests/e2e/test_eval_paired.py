@@ -194,4 +194,6 @@ def test_a_slow_outlier_does_not_turn_a_paired_probe_gain_into_a_regression(tmp_
     assert len(medians) == 2 and min(medians) > 1.3  # half the work: a clear gain by medians
     assert out.classification == "likely_gain"
     assert f"Advisory geomean speedup: {out.geomean_speedup:.2f}x" in out.text.splitlines()
-    assert "Speedup statistic: ratio of medians (per case; the geomean above is of the same)" in out.text.splitlines()
+    assert ("Speedup statistic: ratio of medians (per case; the geomean above is of the same; the avg improvement "
+            "is compare-perf's over the ratio of means)") in out.text.splitlines()
+    assert out.avg_improvement_pct == pytest.approx(ev.avg_improvement_pct)  # compare-perf's number for these records
