@@ -30,18 +30,22 @@ TORCH_NPU_STEPS = [88.162, 88.522, 87.822, 89.082, 89.022, 89.122, 88.842, 89.22
 pytestmark = pytest.mark.slow
 
 
-def _env() -> dict[str, str]:
+def _env(ws: Path) -> dict[str, str]:
     env = dict(os.environ)
-    for name in ("HELIX_BACKEND", "HELIX_PYTHON", "HELIX_BENCH_OUTPUT_DIR", "HELIX_JOB_DIR", "HELIX_JOB_ID"):
+    for name in ("HELIX_BACKEND", "HELIX_PYTHON", "HELIX_BENCH_OUTPUT_DIR", "HELIX_JOB_DIR", "HELIX_JOB_ID",
+                 "HELIX_BACKEND_CACHE"):
         env.pop(name, None)
+    # the backend probe's cache lives beside this module's workspace: the first command probes the
+    # stand-in, the others read that probe's result (as a user's second command reads theirs),
+    # and nothing of the stand-in is cached for other runs
     env.update(PYTHONPATH=os.pathsep.join([str(STANDIN), str(ROOT)]), TRITON_INTERPRET="1",
                PATH=os.pathsep.join([str(STANDIN / "bin"), env.get("PATH", "")]),
-               HELIX_BACKEND_CACHE="0")  # no probe result of the stand-in is cached for other runs
+               XDG_CACHE_HOME=str(ws.parent / "cache"))
     return env
 
 
 def _helix(ws: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "helix_engine", *argv], cwd=ws, env=_env(), capture_output=True,
+    return subprocess.run([sys.executable, "-m", "helix_engine", *argv], cwd=ws, env=_env(ws), capture_output=True,
                           text=True, timeout=300, check=False)
 
 
@@ -151,7 +155,7 @@ def test_standin_ir_capture_replays_bishengir_and_its_stages_are_read(ws: Path, 
     from helix_engine.compiler_source.locate import locate
 
     ir_dir = ws / "npu-ir"
-    env = {**_env(), "TMPDIR": str(tmp_path)}  # where the stand-in leaves Triton-Ascend's dump folder
+    env = {**_env(ws), "TMPDIR": str(tmp_path)}  # where the stand-in leaves Triton-Ascend's dump folder
     run = subprocess.run([sys.executable, "-m", "helix_engine", "ir", "capture", "--ir-dir", str(ir_dir),
                           "--operator-file", "matmul.py", "--backend", "npu", "--json"], cwd=ws, env=env,
                          capture_output=True, text=True, timeout=300, check=False)
