@@ -27,11 +27,9 @@ NAMES = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir() and not p.name.s
 NOTE_KEYS = ("theme", "round-strategy", "analysis-policy", "primary-analysis-level", "expect")
 
 CHILD = r"""
-import importlib.util, json, sys
+import importlib.util, json, sys, traceback
 import torch
 from helix_engine.eval.loader import load_bench_harness, load_differential_cases
-
-folder, op = sys.argv[1], sys.argv[2]
 
 def load(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
@@ -39,7 +37,7 @@ def load(path, name):
     spec.loader.exec_module(module)
     return module
 
-def reference(inputs):
+def reference(op, inputs):
     if op == "softmax":
         (x,) = inputs
         return torch.softmax(x.double(), -1)
@@ -55,15 +53,23 @@ def reference(inputs):
     raise SystemExit("no reference for " + op)
 
 TOL = {torch.float32: (1e-4, 1e-5), torch.float16: (2e-3, 2e-3), torch.bfloat16: (2e-2, 2e-2)}
-report = {}
-variants = {"baseline": f"{folder}/{op}.py", "round-1": f"{folder}/candidates/round-1.py",
-            "round-2": f"{folder}/candidates/round-2.py"}
-for name, path in variants.items():
+
+
+def check(folder, op):
+    report = {}
+    variants = {"baseline": f"{folder}/{op}.py", "round-1": f"{folder}/candidates/round-1.py",
+                "round-2": f"{folder}/candidates/round-2.py"}
+    for name, path in variants.items():
+        report[name] = check_variant(folder, op, path)
+    return report
+
+
+def check_variant(folder, op, path):
     cases, compute = load_differential_cases(f"{folder}/differential_test_{op}.py", path)
     results = []
     for case in cases:
         out = case.fn()
-        ref = reference(tuple(case.inputs))
+        ref = reference(op, tuple(case.inputs))
         outs = out if isinstance(out, (tuple, list)) else (out,)
         refs = ref if isinstance(ref, (tuple, list)) else (ref,)
         ok = len(outs) == len(refs)
@@ -78,20 +84,37 @@ for name, path in variants.items():
     for case in harness.cases[:1]:
         harness.build_fn(case)()
         ran.append(case.id)
-    report[name] = {"cases": results, "bench_cases": [c.id for c in harness.cases], "bench_ran": ran,
-                    "compute": compute}
-print("REPORT " + json.dumps(report))
+    return {"cases": results, "bench_cases": [c.id for c in harness.cases], "bench_ran": ran, "compute": compute}
+
+
+# one interpreter for every example (torch and triton import once); each example's report, or
+# the traceback that stopped it, on a line of its own
+for folder, op in zip(sys.argv[1::2], sys.argv[2::2]):
+    try:
+        print("REPORT " + json.dumps({"op": op, "report": check(folder, op)}), flush=True)
+    except Exception:
+        print("REPORT " + json.dumps({"op": op, "error": traceback.format_exc()}), flush=True)
 """
 
 
-def _run_child(name: str) -> dict:
+@pytest.fixture(scope="module")
+def reports() -> tuple[dict[str, dict], int, str]:
+    """Every example's report from one child process (the kernels must not run in this process),
+    its exit code and the end of its stderr."""
     env = dict(os.environ, TRITON_INTERPRET="1", HELIX_DEVICE="cpu", HELIX_BACKEND="cpu",
                PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(EXAMPLES / name), name], cwd=ROOT, env=env,
+    argv = [arg for name in NAMES for arg in (str(EXAMPLES / name), name)]
+    proc = subprocess.run([sys.executable, "-c", CHILD, *argv], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    line = next(line for line in proc.stdout.splitlines() if line.startswith("REPORT "))
-    return json.loads(line.split(" ", 1)[1])
+    entries = [json.loads(line.split(" ", 1)[1]) for line in proc.stdout.splitlines() if line.startswith("REPORT ")]
+    return {entry["op"]: entry for entry in entries}, proc.returncode, proc.stderr[-3000:]
+
+
+def _report(reports: tuple[dict[str, dict], int, str], name: str) -> dict:
+    by_name, code, stderr = reports
+    assert code == 0 and name in by_name, f"the child (exit code {code}) gave no report for {name}: {stderr}"
+    assert "error" not in by_name[name], by_name[name]["error"]
+    return by_name[name]["report"]
 
 
 def test_there_are_at_least_three_examples() -> None:
@@ -138,8 +161,8 @@ def test_candidates_are_real_kernel_changes_with_notes(name: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
-def test_every_variant_matches_torch_on_the_interpreter(name: str) -> None:
-    report = _run_child(name)
+def test_every_variant_matches_torch_on_the_interpreter(reports: tuple[dict[str, dict], int, str], name: str) -> None:
+    report = _report(reports, name)
     assert set(report) == {"baseline", "round-1", "round-2"}
     for variant, data in report.items():
         assert len(data["cases"]) >= 5, f"{variant}: a differential test needs at least 5 cases"
