@@ -93,7 +93,10 @@ def _digest(workspace: Path, options: tuple[str, ...]) -> str:
     st = os.lstat(top)
     if not stat.S_ISDIR(st.st_mode):  # a link to a workspace, or no folder at all
         raise _NotStorable(top)
-    lines = [_code(), repr((top, os.getcwd(), os.path.realpath(top), *options)), f".\0{st.st_ino}\0{st.st_dev}"]
+    # the environment helix reads (HELIX_OPTIMIZE_MIN_SPEEDUP changes status's Next, NO_COLOR its text)
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(("HELIX_", "NO_COLOR")))
+    lines = [_code(), repr((top, os.getcwd(), os.path.realpath(top), *options)), repr(env),
+             f".\0{st.st_ino}\0{st.st_dev}"]
     recent = time.time_ns() - int(RECENT_S * 1e9)
     with os.scandir(top) as found:
         entries = sorted(found, key=_name)

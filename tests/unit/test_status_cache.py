@@ -134,3 +134,15 @@ def test_usage_errors_are_the_full_commands(ws: Path, capsys: pytest.CaptureFixt
         cli.main(["status", "--json", "--help"])
     assert "usage: helix status" in capsys.readouterr().out
     assert not (ws / STORED).exists()
+
+
+def test_the_environment_helix_reads_is_part_of_the_key(
+        ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """HELIX_OPTIMIZE_MIN_SPEEDUP changes what status's Next says: a run with another value must
+    not print the output stored without it."""
+    monkeypatch.delenv("HELIX_OPTIMIZE_MIN_SPEEDUP", raising=False)
+    _computed(capsys, ws, "--json")
+    monkeypatch.setenv("HELIX_OPTIMIZE_MIN_SPEEDUP", "1.05")
+    _loads_refused(monkeypatch)
+    code, _ = _run(capsys, str(ws), "--json")
+    assert code == 1  # the refused load: computed, not printed from the store
