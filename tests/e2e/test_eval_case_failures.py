@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helix_engine.cli import main
-from helix_engine.jobs.registry import list_jobs
+from helix_engine.jobs.registry import list_jobs, read_events
 from helix_engine.jobs.runner import EARLY_EXIT
 from tests.e2e._eval_ws import assert_jobs_settled, make_ws
 
@@ -44,10 +44,21 @@ def test_run_bench_raising_in_every_case(tmp_path: Path, capsys: pytest.CaptureF
     assert text.count('raise RuntimeError("deliberate failure inside softmax")') == 1, text
     assert "helix_engine" not in text, text
     assert "fp32_8x32" in text and "same error" in text
+    assert "2 case(s) failed:" in text
+    # no case measured: nothing worth a perf file (a failed run never writes one)
+    assert ("FAIL: no case was measured (all 2 failed; fp32_4x64: RuntimeError: deliberate failure inside "
+            "softmax); no perf file was written") in text
+    assert not (ws / "softmax_perf.txt").exists()
     (job,) = assert_jobs_settled(ws)
     assert job.status == "failed" and job.exit_code == 1
     assert job.message == ("2 of 2 cases failed: RuntimeError: deliberate failure inside softmax "
                            "(the same error in cases fp32_4x64, fp32_8x32)")
+    # the job's case records (what run-bench returns): each carries the error, no time, no samples
+    events, _ = read_events(ws / ".helix" / "jobs" / job.id)
+    records = [e["record"] for e in events if e["event"] == "case_finished"]
+    assert [r["case_label"] for r in records] == ["fp32_4x64", "fp32_8x32"]
+    assert all(r["error_message"] == "RuntimeError: deliberate failure inside softmax" for r in records)
+    assert all(r["kernel_avg_time_us"] is None and "samples_us" not in r for r in records)
 
 
 def test_run_test_raising_operator(tmp_path: Path, capsys: pytest.CaptureFixture[str],
@@ -56,6 +67,7 @@ def test_run_test_raising_operator(tmp_path: Path, capsys: pytest.CaptureFixture
     ws = make_ws(tmp_path, "softmax_raises")
     rc, text = _run(capsys, ws, ["run-test", "--operator-file", "softmax.py", "--test-mode", "standalone"])
     assert rc == 1
+    assert "RuntimeError: deliberate failure inside softmax" in text and "Return code: 1" in text
     assert text.count("Traceback (most recent call last)") == 1, text
     assert "helix_engine" not in text, text
     (job,) = assert_jobs_settled(ws)
