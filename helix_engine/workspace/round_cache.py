@@ -33,7 +33,7 @@ from helix_engine.workspace.models import Problem
 
 CACHE_DIR = "cache"  # inside .helix/
 CACHE_FILE = "rounds.json"
-VERSION = 1
+VERSION = 2  # 2: the "reads" section (round folder reads)
 #: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
 _CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/round_reading.py",
          "workspace/reading.py", "workspace/models.py", "perf/artifact.py", "perf/evaluation.py",
@@ -204,7 +204,30 @@ class RoundCache:
         self.workspace = workspace
         self._data: dict[str, Any] = _read(workspace)
         self.perf: dict[int, list[Any]] = {}  # round -> [key, problems as stored], every round asked
+        self.reads: dict[int, list[Any]] = {}  # round -> [key, round-state.json's object, link-free chains]
         self.dirty = False
+
+    def read(self, n: int, key: list[Any]) -> tuple[dict[str, Any], list[Any]] | None:
+        """What reading round ``n``'s folder found last time (round_reading.load_round's memo),
+        when its key (round-state.json's identity, the operator stem) is the stored one: the
+        round-state object (validated again by the caller) and the stat signatures of every
+        name the read looked at (compared again by the caller)."""
+        found = self._data.get("reads", {}).get(str(n))
+        if not (isinstance(found, list) and len(found) == 3 and found[0] == key):
+            return None
+        data, chains = found[1], found[2]
+        if not (isinstance(data, dict) and isinstance(chains, list)):
+            return None
+        self.reads[n] = found
+        return data, chains
+
+    def put_read(self, n: int, key: list[Any], data: dict[str, Any], chains: list[Any]) -> None:
+        try:  # an object save could not write (NaN, odd nesting) is not kept: it would lose every entry
+            json.dumps(data, allow_nan=False)
+        except (ValueError, TypeError, RecursionError):
+            return
+        self.reads[n] = [key, data, chains]
+        self.dirty = True
 
     def perf_problems(self, n: int, key: list[Any]) -> list[Problem] | None:
         """The problems reading round ``n``'s perf file gave, when its key is the stored one."""
@@ -237,6 +260,7 @@ class RoundCache:
         """Write every current round's entry. Never raises: the cache only saves time."""
         data = {"version": VERSION, "context": context,
                 "perf": {str(n): entry for n, entry in sorted(self.perf.items())},
+                "reads": {str(n): entry for n, entry in sorted(self.reads.items())},
                 "rounds": {str(n): [key, summary_out(s)] for n, (key, s) in sorted(summaries.items())}}
         try:
             _write(self.workspace, data)
@@ -248,6 +272,7 @@ class RoundCache:
         """Drop what was read (a loaded snapshot keeps no copy of the file)."""
         self._data = {}
         self.perf = {}
+        self.reads = {}
 
 
 def _read(workspace: Path) -> dict[str, Any]:
@@ -265,7 +290,7 @@ def _read(workspace: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict) or data.get("version") != VERSION:
         return {}
-    for part in ("perf", "rounds"):
+    for part in ("perf", "rounds", "reads"):
         if not isinstance(data.get(part), dict):
             data[part] = {}
     return data

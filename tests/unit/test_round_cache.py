@@ -15,7 +15,7 @@ import pytest
 
 from helix_engine.perf import paired
 from helix_engine.status import collect, render
-from helix_engine.workspace import reading, records
+from helix_engine.workspace import reading, records, round_cache
 from helix_engine.workspace.models import PerfRecord
 from helix_engine.workspace.snapshot import load_workspace, reload
 from tests.builders import Case, RoundSpec, build_workspace
@@ -92,6 +92,10 @@ TAMPERS = {
     "problem not a problem": lambda path, data: (data["perf"]["2"][1].append([1, 2]), _dump(path, data)),
     "key of another file": lambda path, data: (data["rounds"]["3"][0][2].__setitem__(2, [1, 2, 3, 4]),
                                                _dump(path, data)),
+    "read state invalid": lambda path, data: (data["reads"]["3"][1].update(correctness_status=5), _dump(path, data)),
+    "read state not an object": lambda path, data: (data["reads"]["3"].__setitem__(1, [1]), _dump(path, data)),
+    "read of another inode": lambda path, data: (data["reads"]["3"][2][1][0].__setitem__(1, 1), _dump(path, data)),
+    "read chains cut": lambda path, data: (data["reads"]["3"][2].pop(), _dump(path, data)),
 }
 
 
@@ -119,7 +123,45 @@ def test_a_tampered_cache_is_ignored(tmp_path: Path, tamper: str) -> None:
     records.forget()
     assert _status_json(ws) == expected
     if tamper not in ("a folder", "a link out"):  # written again, valid: the next run reads it
-        assert json.loads(path.read_text())["version"] == 1
+        assert json.loads(path.read_text())["version"] == round_cache.VERSION
+
+
+def test_a_warm_load_reads_no_round_state_and_sees_every_change_of_a_round_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The round folder memo (round_reading._remembered): a warm load reads no round-state.json,
+    and a folder whose looked-at names changed (a file gone, a link, a rewritten state, an
+    analysis declared) is read again: the output is the uncached one each time."""
+    ws = _workspace(tmp_path / "ws")
+    _status_json(ws)
+    reads: list[Path] = []
+    original = reading.load_model
+
+    def spy(path: Path, *args: Any, **kwargs: Any) -> Any:
+        reads.append(Path(path))
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr("helix_engine.workspace.round_reading.load_model", spy)
+    assert _status_json(ws) == _uncached(ws)
+    _status_json(ws)  # the uncached run above removed the cache: written again
+    reads.clear()
+    _status_json(ws)
+    assert not [p for p in reads if p.name == "round-state.json"]
+    (ws / "elsewhere.md").write_text("# summary\n")
+    state = ws / "opt-round-4" / "round-state.json"
+    changes = [
+        lambda: (ws / "opt-round-3" / "attempts.md").unlink(),
+        lambda: ((ws / "opt-round-2" / "summary.md").unlink(),
+                 (ws / "opt-round-2" / "summary.md").symlink_to(ws / "elsewhere.md")),
+        lambda: state.write_text(state.read_text().replace('"passed"', '"failed"', 1)),
+        lambda: state.write_text(json.dumps({**json.loads(state.read_text()), "perf_analysis_path": "pa.md"})),
+        lambda: (ws / "opt-round-4" / "pa.md").write_text("analysis\n"),
+    ]
+    for change in changes:
+        _status_json(ws)  # warm: the memo of every round is current
+        change()
+        records.forget()
+        warm = _status_json(ws)
+        assert warm == _uncached(ws)
 
 
 def _pair_round(ws: Path, n: int, cand: tuple[float, float]) -> Path:
