@@ -134,6 +134,7 @@ def test_cancelled_rebench_keeps_the_last_good_perf_file(tmp_path: Path) -> None
     assert job.status == "cancelled"
     assert (ws / "softmax_perf.txt").read_bytes() == good
     assert f"FAIL: the bench was cancelled; {ws / 'softmax_perf.txt'} was left as it was" in out.text
+    assert "Next:" not in out.text and "compare-perf" not in out.text, out.text  # no hint to compare a cancelled run
     assert [p.name for p in ws.iterdir() if p.name.endswith(".tmp")] == []
 
 
@@ -176,16 +177,6 @@ def test_contract_error_is_a_clear_failure(tmp_path: Path) -> None:
     assert "bench_add.py: build_bench_cases: duplicate case id 'n1000'" in out.text
     with pytest.raises(HelixError, match="does not run on the cpu backend"):
         run_bench(ws / "add.py", bench_mode="torch-profiler")
-
-
-def test_cli_run_bench_json(tmp_path: Path) -> None:
-    ws = make_ws(tmp_path, "add")
-    env = {"HELIX_BACKEND": "cpu", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "helix_engine", "run-bench", "--operator-file", str(ws / "add.py"),
-                           "--json"], capture_output=True, text=True, env=env, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    assert data["bench_mode"] == "perf-counter" and len(data["records"]) == 2
 
 
 def test_device_pool_runs_one_job_per_case_in_declared_order(tmp_path: Path) -> None:

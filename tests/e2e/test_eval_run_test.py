@@ -57,9 +57,16 @@ def test_one_percent_error_fails_with_thresholds_and_reuses_reference(tmp_path: 
     assert diagnostics["mere"] == pytest.approx(0.01, rel=0.01)  # the deliberate 1%
     assert (ws / "baseline" / "softmax_result.pt").is_file()  # reference ran first
     assert len(assert_jobs_settled(ws)) == 2
-    # second run reuses baseline/softmax_result.pt: one more job only
-    again = run_test(ws / "softmax.py", test_mode="differential", ref_operator_file=ref)
-    assert again.exit_code == 1 and again.reference_archive == str(ws / "baseline" / "softmax_result.pt")
+    # second run, through the CLI with --json as an agent calls it (a bare environment): it reuses
+    # baseline/softmax_result.pt (one more job only) and exits 1
+    env = {"HELIX_BACKEND": "cpu", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-m", "helix_engine", "run-test", "--operator-file", str(ws / "softmax.py"),
+                           "--ref-operator-file", str(ref), "--json"], capture_output=True, text=True, env=env,
+                          timeout=300, check=False)
+    assert proc.returncode == 1, proc.stderr
+    again = json.loads(proc.stdout)
+    assert again["passed"] is False and again["comparison"]["failed_case_count"] == 5
+    assert again["reference_archive"] == str(ws / "baseline" / "softmax_result.pt")
     assert len(assert_jobs_settled(ws)) == 3
     # dtype-close mode fails too (1% is far beyond rtol 1e-4)
     close = run_test(ws / "softmax.py", ref_result=ref.with_name("softmax_result.pt"), accuracy_mode="dtype-close")
@@ -117,16 +124,10 @@ def test_memory_hog_is_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert_jobs_settled(ws)
 
 
-def test_cli_run_test_json_and_exit_code(tmp_path: Path) -> None:
+def test_cli_run_test_of_a_missing_operator_is_a_sentence(tmp_path: Path) -> None:
+    """(The CLI's --json and exit code on a failing run: the reuse step of the one-percent test.)"""
     ws = make_ws(tmp_path, "softmax_err")
-    ref = add_operator(ws, "softmax", "ref/softmax.py")
     env = {"HELIX_BACKEND": "cpu", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "helix_engine", "run-test", "--operator-file", str(ws / "softmax.py"),
-                           "--ref-operator-file", str(ref), "--json"], capture_output=True, text=True, env=env,
-                          timeout=300, check=False)
-    assert proc.returncode == 1, proc.stderr
-    data = json.loads(proc.stdout)
-    assert data["passed"] is False and data["comparison"]["failed_case_count"] == 5
     proc = subprocess.run([sys.executable, "-m", "helix_engine", "run-test", "--operator-file", str(ws / "missing.py")],
                           capture_output=True, text=True, env=env, timeout=60, check=False)
     assert proc.returncode == 1 and "error: operator file" in proc.stderr and "Traceback" not in proc.stderr
