@@ -314,14 +314,14 @@ def _cockpit(work: Path, snap: Any) -> str:
     from helix_tui.widgets.file_tail import FileTail
 
     out = []
+    tail = FileTail()  # one tail re-pointed at each note, as the cockpit re-points its panes' tails
     for key in ["baseline", *[f"opt-round-{n}" for n in sorted(snap.rounds)]]:
         out.append(views.diff_text(snap, key))
         folder = views.round_dir(snap, key)
         out.append(repr(actions.start_reason(folder)))
         for name in ("attempts.md", "summary.md", "perf-analysis.md"):
-            tail = FileTail()
-            tail.path, tail.workspace = folder / name, snap.root
-            tail._read_tail()  # noqa: SLF001 - the read half of FileTail.open, without an app
+            tail._begin(folder / name, "", snap.root)  # noqa: SLF001 - FileTail.open without an app:
+            tail._read_tail()  # noqa: SLF001 - its reset, then its read half
             out.append("\n".join(tail.lines) + tail.partial + tail.note)
     tracker = JobTracker(work)
     tracker.refresh()
