@@ -97,6 +97,59 @@ def shape(snap: WorkspaceSnapshot) -> tuple[tuple[int, str | None, bool], ...]:
     return tuple((n, snap.rounds[n].parent, unknown_parent(snap, n)) for n in sorted(snap.rounds))
 
 
+#: One node of the tree as drawn: (key, the key of the node it hangs under or None for the top
+#: level, drawn as a leaf, names its parent in its label).
+Placement = tuple[str, "str | None", bool, bool]
+
+
+def plan(snap: WorkspaceSnapshot, children: dict[str | None, list[int]]) -> list[Placement]:
+    """Where every node goes, in the order a rebuild adds them (pure: no Textual). The main line
+    first (baseline, then while a node has exactly one child, that child, all at the top level;
+    the first node with several children holds them all, each a subtree), then the rounds whose
+    parent nothing records, then anything no parent reached, at the top level."""
+    out: list[Placement] = []
+    unknown = sorted(n for n in snap.rounds if unknown_parent(snap, n))
+    placed: set[int] = set(unknown)
+
+    def kids_of(key: str) -> list[int]:
+        kids = [n for n in children.get(key, ()) if n not in placed]
+        placed.update(kids)
+        return kids
+
+    def subtree(container: str | None, key: str, depth: int) -> None:
+        """``key`` and its descendants (iterative: a deep chain must not exhaust the stack). From
+        MAX_DEPTH on, children follow their parent at its level."""
+        pending: list[tuple[str | None, str, int, bool]] = [(container, key, depth, False)]
+        while pending:
+            where, current, level, name_parent = pending.pop()
+            kids = kids_of(current)
+            if kids and level < MAX_DEPTH:
+                out.append((current, where, False, name_parent))
+                pending += [(current, round_key(k), level + 1, False) for k in reversed(kids)]
+            else:
+                out.append((current, where, True, name_parent))
+                pending += [(where, round_key(k), level, True) for k in reversed(kids)]
+
+    key: str | None = BASELINE
+    while key is not None:
+        kids = kids_of(key)
+        if len(kids) == 1:
+            out.append((key, None, True, False))
+            key = round_key(kids[0])
+            continue
+        out.append((key, None, not kids, False))
+        for kid in kids:
+            subtree(key, round_key(kid), 1)
+        key = None
+    for n in unknown:
+        subtree(None, round_key(n), 0)
+    for n in sorted(snap.rounds):
+        if n not in placed:
+            placed.add(n)
+            subtree(None, round_key(n), 0)
+    return out
+
+
 class RoundTree(Tree[str]):
     """Tree of ``baseline`` and ``opt-round-N`` keys (node.data)."""
 
@@ -117,41 +170,33 @@ class RoundTree(Tree[str]):
         self._labels: dict[str, tuple[tuple[object, ...], bool, Text]] = {}  # key -> (inputs, named, label)
         self._batching = False  # inside a rebuild: one invalidation at its end (see _invalidate)
         self._children: dict[str | None, list[int]] = {}  # parent key -> its rounds (snap.children, indexed)
+        self._layout: list[Placement] = []  # the nodes as drawn, in the order they were added (plan)
 
     def show(self, snap: WorkspaceSnapshot, selected: str) -> None:
         """Render ``snap``; keep the cursor on ``selected``."""
         new_shape = shape(snap)
         if new_shape == self._shape and self.nodes_by_key:
-            best, current = snap.promoted_best_round, render.current_round(snap)
-            for key, node in self.nodes_by_key.items():
-                n = key_round(key)
-                if n is None or n in snap.rounds:
-                    inputs = label_inputs(snap, key, best, current)
-                    if self._labelled.get(key) != inputs:  # a reload keeps an unchanged round's view
-                        self._labelled[key] = inputs
-                        named = key in self._named_parent
-                        label = node_label(snap, key, name_parent=named)
-                        self._labels[key] = (inputs, named, label)
-                        node.set_label(label)
+            self._relabel(snap)
             return
+        children = children_by_parent(snap)
+        layout = plan(snap, children)
         self._shape = new_shape
+        self._children = children
+        if self.nodes_by_key and self._insert(snap, layout):
+            self._settling = True
+            self.focus_key(selected if selected in self.nodes_by_key else BASELINE)
+            return
+        self._layout = layout
         self._labelled = {}
-        self._children = children_by_parent(snap)
         self._settling = True
         self._batching = True
         try:
             self.clear()
             self.nodes_by_key = {}
             self._named_parent = set()
-            unknown = sorted(n for n in snap.rounds if unknown_parent(snap, n))
-            placed: set[int] = set(unknown)
-            self._add_main_line(snap, placed)
-            for n in unknown:  # after the main line, at the top level
-                self._add_subtree(self.root, snap, round_key(n), placed, 0)
-            for n in sorted(snap.rounds):  # anything no parent reached: shown at the top level
-                if n not in placed:
-                    placed.add(n)
-                    self._add_subtree(self.root, snap, round_key(n), placed, 0)
+            for key, container, leaf, named in layout:
+                where = self.root if container is None else self.nodes_by_key[container]
+                self._add(where, snap, key, leaf=leaf, name_parent=named)
         finally:
             self._batching = False
         self._labels = {key: self._labels[key] for key in self.nodes_by_key if key in self._labels}
@@ -160,20 +205,55 @@ class RoundTree(Tree[str]):
             self.root.expand()         # posted a NodeExpanded message per node (1000 at 1000 rounds)
         self.focus_key(selected if selected in self.nodes_by_key else BASELINE)
 
-    def _kids(self, snap: WorkspaceSnapshot, key: str, placed: set[int]) -> list[int]:
-        kids = [n for n in self._children.get(key, ()) if n not in placed]
-        placed.update(kids)
-        return kids
+    def _relabel(self, snap: WorkspaceSnapshot) -> None:
+        """Redraw the labels whose inputs changed (a reload keeps an unchanged round's view)."""
+        best, current = snap.promoted_best_round, render.current_round(snap)
+        for key, node in self.nodes_by_key.items():
+            n = key_round(key)
+            if n is None or n in snap.rounds:
+                inputs = label_inputs(snap, key, best, current)
+                if self._labelled.get(key) != inputs:
+                    self._labelled[key] = inputs
+                    named = key in self._named_parent
+                    label = node_label(snap, key, name_parent=named)
+                    self._labels[key] = (inputs, named, label)
+                    node.set_label(label)
 
-    def _invalidate(self) -> None:
-        """Textual's Tree invalidates its caches and queues a layout refresh on every node added; a
-        rebuild of a 1000-round tree paid that 1000 times (a new round folder took ~0.3 s to show,
-        issue 12): during a rebuild it happens once, at its end."""
-        if not getattr(self, "_batching", False):  # Tree.__init__ invalidates before ours has run
-            super()._invalidate()
+    def _insert(self, snap: WorkspaceSnapshot, layout: list[Placement]) -> bool:
+        """A new round folder at 1000 rounds (issue 12): when the new layout is the drawn one with
+        nodes added (every drawn node keeps its container, kind and place), only those nodes are
+        added, each after its previous sibling, and the changed labels redrawn; Textual then
+        measures one new line instead of rebuilding and measuring every node. False: rebuild."""
+        old = {entry[0]: entry for entry in self._layout}
+        if len(layout) <= len(old) or any(key not in old for key in self.nodes_by_key):
+            return False
+        kept = [entry for entry in layout if entry[0] in old]
+        if kept != self._layout:  # a drawn node moved, changed kind or is gone
+            return False
+        last_child: dict[str | None, str] = {}
+        steps: list[tuple[Placement, str | None]] = []
+        for entry in layout:
+            key, container = entry[0], entry[1]
+            if key not in old:
+                if container is not None and container in old and old[container][2]:
+                    return False  # a drawn leaf would get children
+                steps.append((entry, last_child.get(container)))
+            last_child[container] = key
+        self._batching = True
+        try:
+            for (key, container, leaf, named), after in steps:
+                where = self.root if container is None else self.nodes_by_key[container]
+                at = self.nodes_by_key[after] if after is not None else None
+                self._add(where, snap, key, leaf=leaf, name_parent=named, after=at, first=at is None)
+        finally:
+            self._batching = False
+        self._layout = layout
+        self._invalidate()
+        self._relabel(snap)
+        return True
 
     def _add(self, container: TreeNode[str], snap: WorkspaceSnapshot, key: str, *, leaf: bool,
-             name_parent: bool = False) -> TreeNode[str]:
+             name_parent: bool = False, after: TreeNode[str] | None = None, first: bool = False) -> TreeNode[str]:
         inputs = label_inputs(snap, key, snap.promoted_best_round, render.current_round(snap))
         kept = self._labels.get(key)  # a rebuild redraws only the labels whose inputs changed
         if kept is not None and kept[0] == inputs and kept[1] == name_parent:
@@ -181,42 +261,21 @@ class RoundTree(Tree[str]):
         else:
             label = node_label(snap, key, name_parent=name_parent)
             self._labels[key] = (inputs, name_parent, label)
-        node = container.add_leaf(label, data=key) if leaf else container.add(label, data=key, expand=True)
+        before = 0 if first and after is None else None
+        node = (container.add_leaf(label, data=key, before=before, after=after) if leaf
+                else container.add(label, data=key, before=before, after=after, expand=True))
         self.nodes_by_key[key] = node
         self._labelled[key] = inputs
         if name_parent:
             self._named_parent.add(key)
         return node
 
-    def _add_main_line(self, snap: WorkspaceSnapshot, placed: set[int]) -> None:
-        """baseline, then while a node has exactly one child, that child, all at the top level;
-        the first node with several children holds them all, each a subtree."""
-        key: str | None = BASELINE
-        while key is not None:
-            kids = self._kids(snap, key, placed)
-            if len(kids) == 1:
-                self._add(self.root, snap, key, leaf=True)
-                key = round_key(kids[0])
-                continue
-            node = self._add(self.root, snap, key, leaf=not kids)
-            for kid in kids:
-                self._add_subtree(node, snap, round_key(kid), placed, 1)
-            key = None
-
-    def _add_subtree(self, container: TreeNode[str], snap: WorkspaceSnapshot, key: str, placed: set[int],
-                     depth: int) -> None:
-        """``key`` and its descendants under ``container`` (iterative: a deep chain must not
-        exhaust the stack). From MAX_DEPTH on, children follow their parent at its level."""
-        pending: list[tuple[TreeNode[str], str, int, bool]] = [(container, key, depth, False)]
-        while pending:
-            where, current, level, name_parent = pending.pop()
-            kids = self._kids(snap, current, placed)
-            if kids and level < MAX_DEPTH:
-                node = self._add(where, snap, current, leaf=False, name_parent=name_parent)
-                pending += [(node, round_key(k), level + 1, False) for k in reversed(kids)]
-            else:
-                self._add(where, snap, current, leaf=True, name_parent=name_parent)
-                pending += [(where, round_key(k), level, True) for k in reversed(kids)]
+    def _invalidate(self) -> None:
+        """Textual's Tree invalidates its caches and queues a layout refresh on every node added; a
+        rebuild of a 1000-round tree paid that 1000 times (a new round folder took ~0.3 s to show,
+        issue 12): during a rebuild it happens once, at its end."""
+        if not getattr(self, "_batching", False):  # Tree.__init__ invalidates before ours has run
+            super()._invalidate()
 
     def focus_key(self, key: str) -> None:
         """Put the cursor on ``key`` once the rebuilt lines exist (else it lands on line 0 and

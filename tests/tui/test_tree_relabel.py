@@ -13,7 +13,7 @@ from textual.widgets.tree import TreeNode
 from helix_engine.workspace.snapshot import load_workspace, reload
 from helix_tui.widgets.round_tree import RoundTree, node_label
 
-from builders import RoundSpec, build_workspace, write_perf
+from builders import RoundSpec, build_workspace, write_perf, write_round
 
 ROUNDS = 12
 
@@ -68,3 +68,45 @@ async def test_a_reload_relabels_only_what_changed(tmp_path: Path, monkeypatch: 
         await pilot.pause()
         assert relabelled == []
         _labels_as_drawn_fresh(tree, new)
+
+
+def _lines(tree: RoundTree) -> list[tuple[str, str | None, bool]]:
+    nodes = [tree.get_node_at_line(i) for i in range(len(tree.nodes_by_key))]
+    return [(n.data, n.parent.data if n.parent is not tree.root else None, n.allow_expand) for n in nodes if n]
+
+
+async def test_a_new_round_folder_adds_its_node_or_rebuilds_as_a_fresh_tree_draws(tmp_path: Path) -> None:
+    """A new round (issue 12, goal 3): where the drawn tree only gains nodes, they are added in
+    place (the other nodes are the same objects); where the shape changes (a branch splits the
+    main line, a leaf gets children), the tree is rebuilt. Either way it draws as a fresh tree."""
+    from helix_engine.workspace import layout
+
+    ws = _workspace(tmp_path)
+    snap = load_workspace(ws)
+    app = TreeApp()
+    async with app.run_test(size=(60, 60)) as pilot:
+        tree = app.query_one(RoundTree)
+        tree.show(snap, "opt-round-3")
+        await pilot.pause()
+        steps = [(ROUNDS + 1, f"opt-round-{ROUNDS}", True),  # the main line goes on: added
+                 (ROUNDS + 2, "opt-round-5", False),  # round 5 branches: the main line splits, rebuilt
+                 (ROUNDS + 3, "opt-round-5", True),  # a third child of round 5: added
+                 (ROUNDS + 4, f"opt-round-{ROUNDS + 2}", False),  # a leaf gets a child: rebuilt
+                 (ROUNDS + 5, f"opt-round-{ROUNDS + 2}", True),  # a second child there: added
+                 (ROUNDS + 6, f"opt-round-{ROUNDS + 1}", True)]  # on the main line, before the branch: added
+        for n, parent, in_place in steps:
+            before = dict(tree.nodes_by_key)
+            write_round(ws, n, RoundSpec({"a": 5.0, "b": 9.0}, parent=parent))
+            snap = reload(snap, [ws / layout.round_dir_name(n)])
+            tree.show(snap, "opt-round-3")
+            await pilot.pause()
+            kept = [key for key, node in before.items() if tree.nodes_by_key.get(key) is node]
+            assert kept == (list(before) if in_place else []), n
+            fresh = RoundTree()
+            await app.mount(fresh)
+            fresh.show(load_workspace(ws), "opt-round-3")
+            await pilot.pause()
+            assert _lines(tree) == _lines(fresh), n
+            _labels_as_drawn_fresh(tree, snap)
+            assert tree.cursor_node is not None and tree.cursor_node.data == "opt-round-3"
+            await fresh.remove()
