@@ -107,6 +107,7 @@ async def test_a_new_round_folder_adds_its_node_or_rebuilds_as_a_fresh_tree_draw
             fresh.show(load_workspace(ws), "opt-round-3")
             await pilot.pause()
             assert _lines(tree) == _lines(fresh), n
+            assert tree.virtual_size.width == fresh.virtual_size.width, n  # labels' widths measured once
             _labels_as_drawn_fresh(tree, snap)
             assert tree.cursor_node is not None and tree.cursor_node.data == "opt-round-3"
             await fresh.remove()
