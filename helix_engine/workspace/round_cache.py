@@ -205,6 +205,7 @@ class RoundCache:
         self._data: dict[str, Any] = _read(workspace)
         self.perf: dict[int, list[Any]] = {}  # round -> [key, problems as stored], every round asked
         self.reads: dict[int, list[Any]] = {}  # round -> [key, round-state.json's object, link-free chains]
+        self.shared: dict[str, list[int] | None] = {}  # signatures of names outside round folders, this load
         self.dirty = False
 
     def read(self, n: int, key: list[Any]) -> tuple[dict[str, Any], list[Any]] | None:

@@ -217,7 +217,7 @@ def load_round(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCac
     out, data = _read_round(root, n, rdir, stem, cache, state_id)
     state = out.view.state
     if cache is not None and state_id is not None and data is not None and state is not None and not out.problems:
-        chains = _chains(rdir, stem, state)
+        chains = _chains(rdir, stem, state, cache.shared)
         if chains is not None and out.view.terminal:
             cache.put_read(n, [state_id, stem], data, chains)
     return out
@@ -243,10 +243,13 @@ def _signature(path: str) -> list[int] | None:
     return [st.st_mode, st.st_ino, st.st_dev]
 
 
-def _chain(root: str, folder: str, value: Any, *, file: bool) -> list[list[int]] | None:
+def _chain(root: str, folder: str, value: Any, shared: dict[str, list[int] | None], *,
+           file: bool) -> list[list[int]] | None:
     """Signatures of each name from the round folder (``root``/``folder``) to the one ``value``
     names; None when the value is not a plain relative path inside the workspace whose names all
-    exist and are not links (``file``: the last one a regular file). Names split as pathlib does."""
+    exist and are not links (``file``: the last one a regular file). Names split as pathlib does.
+    A name outside the round folder (``../baseline/...``, the same for every round) is looked at
+    once per load (``shared``)."""
     if not isinstance(value, str) or not value.strip() or "\0" in value or value.startswith("/"):
         return None
     stack = [folder]
@@ -260,7 +263,13 @@ def _chain(root: str, folder: str, value: Any, *, file: bool) -> list[list[int]]
             stack.pop()
             continue
         stack.append(part)
-        sig = _signature(os.path.join(root, *stack))
+        path = os.path.join(root, *stack)
+        if stack[0] == folder:
+            sig = _signature(path)
+        else:
+            if path not in shared:
+                shared[path] = _signature(path)
+            sig = shared[path]
         if sig is None:
             return None
         out.append(sig)
@@ -269,7 +278,8 @@ def _chain(root: str, folder: str, value: Any, *, file: bool) -> list[list[int]]
     return out
 
 
-def _chains(rdir: Path, stem: str | None, state: RoundState) -> list[Any] | None:
+def _chains(rdir: Path, stem: str | None, state: RoundState,
+            shared: dict[str, list[int] | None]) -> list[Any] | None:
     """The signatures `_remembered` compares (see above), or None when the round cannot be kept."""
     if stem is None or not state.perf_artifact:
         return None
@@ -286,7 +296,7 @@ def _chains(rdir: Path, stem: str | None, state: RoundState) -> list[Any] | None
     if state.comparison_target_path:
         wanted.append((state.comparison_target_path, False))
     for value, file in wanted:
-        chain = _chain(root, name, value, file=file)
+        chain = _chain(root, name, value, shared, file=file)
         if chain is None:
             return None
         out.append(chain)
@@ -306,7 +316,7 @@ def _remembered(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCa
         state = RoundState.model_validate(data)
     except (ValidationError, ValueError, TypeError, RecursionError):
         return None
-    if _chains(rdir, stem, state) != chains:
+    if _chains(rdir, stem, state, cache.shared) != chains:
         return None
     view = RoundView(number=n, path=rdir, state=state)
     out = LoadedRound(view)
