@@ -146,3 +146,25 @@ def test_the_environment_helix_reads_is_part_of_the_key(
     _loads_refused(monkeypatch)
     code, _ = _run(capsys, str(ws), "--json")
     assert code == 1  # the refused load: computed, not printed from the store
+
+
+def test_a_computed_json_status_builds_no_other_command_and_names_every_workspace(
+        ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a miss the status runs from the arguments the store's parser read (the full CLI parser
+    is not built); --workspace names a second workspace, so the first one's stored output is not
+    the answer (it was printed alone)."""
+    first = _computed(capsys, ws, "--json")
+
+    def refuse() -> None:
+        raise AssertionError("the full parser was built")
+
+    write_perf(ws / "opt-round-1" / "opt_add_perf.txt", {"a": 9.0, "b": 19.0})
+    with monkeypatch.context() as patched:
+        patched.setattr(cli, "build_parser", refuse)
+        code, out = _run(capsys, str(ws), "--json")
+    assert code == 0 and out != first and json.loads(out)["operators"][0]["best_round"] == "round-2"
+    other = build_workspace(tmp_path / "other", baseline={"a": 10.0}, rounds=[RoundSpec({"a": 5.0})])
+    code, both = _run(capsys, str(ws), "-w", str(other), "--json")
+    assert code == 0 and len(json.loads(both)["operators"]) == 2
+    code, missing = _run(capsys, str(tmp_path / "nowhere"), "--json")
+    assert code == 1 and missing == ""
