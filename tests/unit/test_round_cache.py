@@ -226,3 +226,48 @@ def test_a_sidecar_and_the_baseline_operator_it_pairs_against_are_watched(tmp_pa
     assert with_sidecar.promotion == snap.promotion == _fresh(ws).promotion
     os.utime(again, ns=(1, 1))  # a touched sidecar is read again, and gives the same
     assert _paired(load_workspace(ws), 3) == found
+
+
+DELTA = CACHE.parent / round_cache.DELTA_FILE
+
+
+def _delta_tampers(ws: Path) -> dict[str, Any]:
+    def edit(fn: Any) -> Any:
+        def apply(path: Path) -> None:
+            data = json.loads(path.read_text())
+            fn(data)
+            path.write_text(json.dumps(data))
+        return apply
+
+    return {
+        "not json": lambda path: path.write_text("{not json"),
+        "another base": edit(lambda d: d.update(base=[1, 2, 3, 4])),
+        "another context": edit(lambda d: d["context"].__setitem__(0, "x")),
+        "summary not a summary": edit(lambda d: d["rounds"]["3"].__setitem__(1, {"skipped": 5})),
+        "perf problems not problems": edit(lambda d: d["perf"]["3"].__setitem__(1, [[1]])),
+        "a link out": lambda path: (path.unlink(), path.symlink_to(ws.parent / "elsewhere.json")),
+    }
+
+
+@pytest.mark.parametrize("tamper", ["not json", "another base", "another context", "summary not a summary",
+                                    "perf problems not problems", "a link out"])
+def test_one_changed_round_is_saved_as_a_delta_and_a_tampered_delta_is_ignored(
+        tmp_path: Path, perf_reads: list[Path], tamper: str) -> None:
+    ws = _workspace(tmp_path / "ws")
+    _status_json(ws)  # rounds.json, whole
+    perf = ws / "opt-round-3" / "opt_add_perf.txt"
+    perf.write_bytes(perf.read_bytes())  # the same bytes, another identity: round 3 judged again
+    base = (ws / CACHE).read_bytes()
+    records.forget()
+    changed = _status_json(ws)
+    assert (ws / CACHE).read_bytes() == base  # not rewritten: the delta holds round 3
+    entries = json.loads((ws / DELTA).read_text())
+    assert sorted(entries["rounds"]) == ["3"] and sorted(entries["perf"]) == ["3"]
+    perf_reads.clear()
+    records.forget()
+    assert _status_json(ws) == changed
+    assert perf_reads == [ws / "baseline" / "add_perf.txt"]  # round 3's summary came from the delta
+    (ws.parent / "elsewhere.json").write_text((ws / DELTA).read_text())
+    _delta_tampers(ws)[tamper](ws / DELTA)
+    records.forget()
+    assert _status_json(ws) == changed == _uncached(ws)
