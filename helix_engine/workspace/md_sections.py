@@ -36,6 +36,9 @@ _FENCE_RE = re.compile(r"^\s*(```|~~~)")
 def fenced_lines(lines: list[str]) -> set[int]:
     """Indexes of lines inside closed code fences (fence lines included). An opening fence that
     is never closed fences nothing, so a stray ``` cannot hide the rest of the file."""
+    text = "".join(lines)
+    if "```" not in text and "~~~" not in text:  # the usual entry: no fence at all
+        return set()
     marks = [i for i, line in enumerate(lines) if _FENCE_RE.match(line)]
     inside: set[int] = set()
     for start, end in zip(marks[0::2], marks[1::2]):
@@ -103,12 +106,21 @@ class Section:
         return found
 
     def values(self) -> dict[str, str | None]:
-        """Every field's value (what ``get`` returns for it), from one scan of the section."""
+        """Every field's value (what ``get`` returns for it), from one scan of the section: the
+        first unfenced line of each field, matched once (a 1000-entry ledger is parsed on every
+        status)."""
         regex = _ROUND_FIELD_RE if self.kind == "round" else _SUMMARY_FIELD_RE
+        names = ROUND_FIELDS if self.kind == "round" else SUMMARY_FIELDS
         out: dict[str, str | None] = {}
-        for name, index in self.field_lines().items():
-            match = regex.match(_split_eol(self.lines[index])[0])
-            out[name] = match.group("value") if match else None
+        fenced = fenced_lines(self.lines)
+        for index, line in enumerate(self.lines[1:], start=1):
+            if index in fenced:
+                continue
+            match = regex.match(_split_eol(line)[0])
+            if match:
+                name = _canonical(match.group("key"), names)
+                if name not in out:
+                    out[name] = match.group("value")
         return out
 
     def get(self, name: str) -> str | None:

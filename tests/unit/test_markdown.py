@@ -237,3 +237,20 @@ def test_number_parsers() -> None:
     assert parse_result_numbers("correctness failed") == (None, None)
     assert parse_speedup_text("1.16x") == 1.16 and parse_speedup_text("unknown") is None
     assert parse_pct_text("-3.5%") == -3.5
+
+
+def test_section_values_are_what_get_returns_field_by_field() -> None:
+    """values() scans a section once (the ledger is parsed on every status); it must give what
+    get() gives for each field: the first unfenced occurrence, fences and line ends included."""
+    import random
+
+    from helix_engine.workspace.md_sections import Section
+
+    rng = random.Random(7)
+    pieces = ["- Parent: x\n", "**Result**: ok\r\n", "```\n", "~~~\n", "Best status: current best\n",
+              "  * theme: t\n", "Summary:\n", "text\n", "- Parent: y\n", "Final best round: round-3\n",
+              "Geomean speedup: 1.2x\n", "Result: second\r"]
+    for _ in range(500):
+        kind = rng.choice(["round", "overall"])
+        section = Section(kind, ["## head\n", *(rng.choice(pieces) for _ in range(rng.randint(0, 10)))], 1)
+        assert section.values() == {name: section.get(name) for name in section.field_lines()}, section.lines
