@@ -37,7 +37,7 @@ CACHE_FILE = "rounds.json"
 DELTA_FILE = "rounds.delta.json"
 #: Past this many entries in the delta, rounds.json is written again whole.
 DELTA_MAX = 64
-VERSION = 2  # 2: the "reads" section (round folder reads)
+VERSION = 3  # 2: the "reads" section (round folder reads); 3: reads as text
 #: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
 _CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/round_reading.py",
          "workspace/reading.py", "workspace/models.py", "perf/artifact.py", "perf/evaluation.py",
@@ -209,30 +209,27 @@ class RoundCache:
         self._base_id, self._data, self._delta = _read(workspace)
         self._hits: dict[int, tuple[RoundSummary, dict[Any, Any]]] = {}  # summaries as read, to save unchanged
         self.perf: dict[int, list[Any]] = {}  # round -> [key, problems as stored], every round asked
-        self.reads: dict[int, list[Any]] = {}  # round -> [key, round-state.json's object, link-free chains]
-        self.shared: dict[str, list[int] | None] = {}  # signatures of names outside round folders, this load
+        self.reads: dict[int, list[Any]] = {}  # round -> [key, round-state.json's object as text]
+        self.shared: dict[str, int | None] = {}  # signatures of names outside round folders, this load
         self.dirty = False
 
-    def read(self, n: int, key: list[Any]) -> tuple[dict[str, Any], list[Any]] | None:
-        """What reading round ``n``'s folder found last time (round_reading.load_round's memo),
-        when its key (round-state.json's identity, the operator stem) is the stored one: the
-        round-state object (validated again by the caller) and the stat signatures of every
-        name the read looked at (compared again by the caller)."""
+    def read(self, n: int, key: list[Any]) -> str | None:
+        """round-state.json's object as JSON text, as round n's folder read found it last time
+        (round_reading.load_round's memo), when its key (round-state.json's identity, the
+        operator stem) is the stored one; the caller parses and validates it again. Text, not
+        objects: 1000 rounds' state objects held while a load runs were ~3 MiB more peak memory."""
         found = self._data.get("reads", {}).get(str(n))
-        if not (isinstance(found, list) and len(found) == 3 and found[0] == key):
-            return None
-        data, chains = found[1], found[2]
-        if not (isinstance(data, dict) and isinstance(chains, list)):
+        if not (isinstance(found, list) and len(found) == 2 and found[0] == key and isinstance(found[1], str)):
             return None
         self.reads[n] = found
-        return data, chains
+        return found[1]
 
-    def put_read(self, n: int, key: list[Any], data: dict[str, Any], chains: list[Any]) -> None:
-        try:  # an object save could not write (NaN, odd nesting) is not kept: it would lose every entry
-            json.dumps(data, allow_nan=False)
+    def put_read(self, n: int, key: list[Any], data: dict[str, Any]) -> None:
+        try:  # an object save could not write (NaN, odd nesting) is not kept
+            text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         except (ValueError, TypeError, RecursionError):
             return
-        self.reads[n] = [key, data, chains]
+        self.reads[n] = [key, text]
         self.dirty = True
 
     def perf_problems(self, n: int, key: list[Any]) -> list[Problem] | None:

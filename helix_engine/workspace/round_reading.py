@@ -8,6 +8,7 @@ and summary.md are only stat'ed here (they can be huge); the UI reads them on de
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -217,106 +218,96 @@ def load_round(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCac
     out, data = _read_round(root, n, rdir, stem, cache, state_id)
     state = out.view.state
     if cache is not None and state_id is not None and data is not None and state is not None and not out.problems:
-        chains = _chains(rdir, stem, state, cache.shared)
-        if chains is not None and out.view.terminal:
-            cache.put_read(n, [state_id, stem], data, chains)
+        if out.view.terminal and _keepable(rdir, stem, state, cache.shared):
+            cache.put_read(n, [state_id, stem], data)
     return out
 
 
 # A round folder read again costs a JSON read, a validation, a realpath walk per declared path
 # and a dozen stats (0.2 ms a round, the largest part of a 1000-round status after one file
 # changed). Its outcome is a function of round-state.json's bytes and of what the names it looks
-# at are (exists, file or folder, link or not). So the cache keeps, per round, round-state.json's
-# object and a signature (type and inode) of each name on the way to every file the round's
-# completeness and paths depend on, for rounds where all of them exist and none is a link (then
-# a realpath is the plain path, and the first candidate of resolve_declared is the one chosen).
-# A round whose signatures all compare equal is built from that, as _read_round would build it.
+# at are (exists, regular file, link or not). So the cache keeps, per round, round-state.json's
+# object (as JSON text, under the file's identity), and a round whose every name on the way to
+# the files its completeness and paths depend on exists and is no link (then a realpath is the
+# plain path, and the first candidate of resolve_declared is the one chosen) is built from it as
+# _read_round would build it: one lstat per name instead of a read, a realpath walk and stats.
 
 
-def _signature(path: str) -> list[int] | None:
+def _kind(path: str) -> int | None:
+    """The st_mode of ``path``'s own entry; None when it is missing or a link."""
     try:
-        st = os.lstat(path)
+        mode = os.lstat(path).st_mode
     except (OSError, ValueError):
         return None
-    if stat.S_ISLNK(st.st_mode):
-        return None
-    return [st.st_mode, st.st_ino, st.st_dev]
+    return None if stat.S_ISLNK(mode) else mode
 
 
-def _chain(root: str, folder: str, value: Any, shared: dict[str, list[int] | None], *,
-           file: bool) -> list[list[int]] | None:
-    """Signatures of each name from the round folder (``root``/``folder``) to the one ``value``
-    names; None when the value is not a plain relative path inside the workspace whose names all
-    exist and are not links (``file``: the last one a regular file). Names split as pathlib does.
-    A name outside the round folder (``../baseline/...``, the same for every round) is looked at
-    once per load (``shared``)."""
+def _plain(root: str, folder: str, value: Any, shared: dict[str, int | None], *, file: bool) -> bool:
+    """Whether ``value``, relative to the round folder (``root``/``folder``), is a plain path inside
+    the workspace whose every name exists and is no link (``file``: the last a regular file).
+    Names split as pathlib does. A name outside the round folder (``../baseline/...``, the same for
+    every round) is looked at once per load (``shared``)."""
     if not isinstance(value, str) or not value.strip() or "\0" in value or value.startswith("/"):
-        return None
+        return False
     stack = [folder]
-    out: list[list[int]] = []
+    mode: int | None = None
     for part in value.split("/"):
         if part in ("", "."):
             continue
         if part == "..":
             if not stack:
-                return None
+                return False
             stack.pop()
             continue
         stack.append(part)
         path = os.path.join(root, *stack)
         if stack[0] == folder:
-            sig = _signature(path)
+            mode = _kind(path)
         else:
             if path not in shared:
-                shared[path] = _signature(path)
-            sig = shared[path]
-        if sig is None:
-            return None
-        out.append(sig)
-    if not out or (file and not stat.S_ISREG(out[-1][0])):
-        return None
-    return out
+                shared[path] = _kind(path)
+            mode = shared[path]
+        if mode is None:
+            return False
+    return mode is not None and (not file or stat.S_ISREG(mode))
 
 
-def _chains(rdir: Path, stem: str | None, state: RoundState,
-            shared: dict[str, list[int] | None]) -> list[Any] | None:
-    """The signatures `_remembered` compares (see above), or None when the round cannot be kept."""
+def _keepable(rdir: Path, stem: str | None, state: RoundState, shared: dict[str, int | None]) -> bool:
+    """Whether round ``rdir`` with ``state`` is built by `_remembered` as `_read_round` builds it:
+    a declared perf file, and the round folder, perf file, summary, operator, attempts.md, any
+    analysis and comparison target plain (see `_plain`)."""
     if stem is None or not state.perf_artifact:
-        return None
+        return False
     path = os.fspath(rdir)
     root, name = os.path.split(path)
-    sig = _signature(path)
-    if sig is None or not stat.S_ISDIR(sig[0]) or not name:
-        return None
-    out: list[Any] = [sig]
+    mode = _kind(path)
+    if mode is None or not stat.S_ISDIR(mode) or not name:
+        return False
     wanted = [(state.perf_artifact, True), (state.summary_path or layout.SUMMARY, True),
               (f"opt_{stem}.py", True), (layout.ATTEMPTS, True)]
     if state.perf_analysis_path:
         wanted.append((state.perf_analysis_path, True))
     if state.comparison_target_path:
         wanted.append((state.comparison_target_path, False))
-    for value, file in wanted:
-        chain = _chain(root, name, value, shared, file=file)
-        if chain is None:
-            return None
-        out.append(chain)
-    return out
+    return all(_plain(root, name, value, shared, file=file) for value, file in wanted)
 
 
 def _remembered(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCache,
                 state_id: list[int]) -> LoadedRound | None:
     """Round ``n`` as `_read_round` would read it, from the cache's memo; None on any doubt."""
-    found = cache.read(n, [state_id, stem])
-    if found is None:
+    text = cache.read(n, [state_id, stem])
+    if text is None:
         return None
-    data, chains = found
     from pydantic import ValidationError
 
     try:
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            return None
         state = RoundState.model_validate(data)
     except (ValidationError, ValueError, TypeError, RecursionError):
         return None
-    if _chains(rdir, stem, state, cache.shared) != chains:
+    if not _keepable(rdir, stem, state, cache.shared):
         return None
     view = RoundView(number=n, path=rdir, state=state)
     out = LoadedRound(view)

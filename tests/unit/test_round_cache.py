@@ -92,10 +92,13 @@ TAMPERS = {
     "problem not a problem": lambda path, data: (data["perf"]["2"][1].append([1, 2]), _dump(path, data)),
     "key of another file": lambda path, data: (data["rounds"]["3"][0][2].__setitem__(2, [1, 2, 3, 4]),
                                                _dump(path, data)),
-    "read state invalid": lambda path, data: (data["reads"]["3"][1].update(correctness_status=5), _dump(path, data)),
-    "read state not an object": lambda path, data: (data["reads"]["3"].__setitem__(1, [1]), _dump(path, data)),
-    "read of another inode": lambda path, data: (data["reads"]["3"][2][1][0].__setitem__(1, 1), _dump(path, data)),
-    "read chains cut": lambda path, data: (data["reads"]["3"][2].pop(), _dump(path, data)),
+    "read state invalid": lambda path, data: (
+        data["reads"]["3"].__setitem__(1, data["reads"]["3"][1].replace('"passed"', "5", 1)), _dump(path, data)),
+    "read state not an object": lambda path, data: (data["reads"]["3"].__setitem__(1, "[1]"), _dump(path, data)),
+    "read state not json": lambda path, data: (data["reads"]["3"].__setitem__(1, "{"), _dump(path, data)),
+    "read state not text": lambda path, data: (data["reads"]["3"].__setitem__(1, {"round": "opt-round-3"}),
+                                               _dump(path, data)),
+    "read of another state file": lambda path, data: (data["reads"]["3"][0][0].__setitem__(1, 1), _dump(path, data)),
 }
 
 
