@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Tree
 
+from helix_tui import actions
 from helix_tui.app import HelixApp
 
 from cockpit_helpers import type_text, wait_for
@@ -53,8 +54,11 @@ async def test_empty_folder_to_a_promoted_round_with_the_keyboard_at_80x24(tmp_p
                               timeout=JOB_TIMEOUT), _said(app)
 
         # 2. n: start round 1 (the form asks for the reason first; start-round copies the operator)
+        # the cockpit's own view must have the accepted baseline (its reload follows .helix/state.json a
+        # moment after the file changes; under load the key came first and offered prepare-baseline again)
         assert await wait_for(pilot, lambda: app.snapshot.baseline is not None
-                              and app.snapshot.baseline.state is not None, timeout=60)
+                              and app.snapshot.baseline.state is not None
+                              and actions.baseline_accepted(app.snapshot), timeout=60)
         await pilot.press("n")
         assert await wait_for(pilot, lambda: _screen(app) == "StartRoundScreen"), _said(app)
         await type_text(pilot, "fuse the three kernels into one pass")
