@@ -274,3 +274,21 @@ def test_one_changed_round_is_saved_as_a_delta_and_a_tampered_delta_is_ignored(
     _delta_tampers(ws)[tamper](ws / DELTA)
     records.forget()
     assert _status_json(ws) == changed == _uncached(ws)
+
+
+def test_a_delta_past_its_limit_rewrites_rounds_json_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _workspace(tmp_path / "ws")
+    _status_json(ws)
+    perf = ws / "opt-round-3" / "opt_add_perf.txt"
+    perf.write_bytes(perf.read_bytes())
+    records.forget()
+    changed = _status_json(ws)
+    assert (ws / DELTA).is_file()
+    monkeypatch.setattr(round_cache, "DELTA_MAX", 2)  # round 3's two entries fit; one more round does not
+    perf = ws / "opt-round-2" / "opt_add_perf.txt"
+    perf.write_bytes(perf.read_bytes())
+    base = (ws / CACHE).read_bytes()
+    records.forget()
+    assert _status_json(ws) == changed
+    assert not (ws / DELTA).exists() and (ws / CACHE).read_bytes() != base
+    assert _status_json(ws) == changed == _uncached(ws)
