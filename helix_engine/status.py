@@ -51,6 +51,7 @@ class OperatorStatus:
     next_step: str | None = None  # ours: the command that moves this workspace on
     promoted_best_round: str = "baseline"  # ours: the promotion rule's current best, or baseline
     promoted_geomean: SpeedupEstimate | None = None  # its geomean vs baseline (ratio of means)
+    promoted_paired: bool = False  # promoted_geomean is the paired run's (not the perf files')
     noise_margin: str = "default 1%"  # ours: which margin the promotion rule used (helix calibrate)
 
     def to_json(self) -> dict[str, Any]:
@@ -73,6 +74,8 @@ class OperatorStatus:
             "next_step": self.next_step,
             "promoted_best_round": self.promoted_best_round,
             "promoted_geomean": estimate_to_json(self.promoted_geomean),
+            "promoted_geomean_measured": ("paired run" if self.promoted_paired else "perf files")
+            if self.promoted_geomean is not None else None,
             "noise_margin": self.noise_margin,
         }
 
@@ -152,7 +155,7 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
         extra_problems=[p for p in dict.fromkeys(problems) if p not in companions],
         next_step=next_step(snap),
         promoted_best_round=ev.promotion.best_label,
-        promoted_geomean=ev.promotion.best_geomean(),
+        promoted_geomean=ev.promotion.best_geomean(), promoted_paired=ev.promotion.best_geomean_paired(),
         noise_margin=ev.promotion.margin_text or f"default {ev.promotion.noise_margin:.0%}",
     )
 
@@ -174,7 +177,8 @@ def promoted_text(item: OperatorStatus) -> str:
     shown = f"{geo.point:.2f}x"
     if geo.interval is not None:
         shown += f" [{geo.interval.low:.2f}x, {geo.interval.high:.2f}x]"
-    return f"Promoted best: {item.promoted_best_round}, geomean speedup (ratio of means) {shown}"
+    measured = "paired run, ratio of means" if item.promoted_paired else "ratio of means"
+    return f"Promoted best: {item.promoted_best_round}, geomean speedup ({measured}) {shown}"
 
 
 def next_step(snap: WorkspaceSnapshot) -> str | None:

@@ -215,7 +215,19 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
 def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: Sequence[PerfRecord],
             margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
             previous: PromotionMemo | None) -> _Step:
-    """The rule for one round, given the best before it (``out`` holds the rounds before it)."""
+    """The rule for one round, given the best before it (``out`` holds the rounds before it);
+    the entry says whether its geomean against the baseline is the paired run's."""
+    step = _decide_rule(cand, best, out, baseline, margins, margin_text, memo, previous)
+    ev = cand.vs_baseline
+    if step.promotion.vs_baseline is not None and ev is not None and ev.paired is not None \
+            and ev.paired.geomean is not None:  # judge_vs_baseline's choice
+        step.promotion.vs_baseline_paired = True
+    return step
+
+
+def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseline: Sequence[PerfRecord],
+                 margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
+                 previous: PromotionMemo | None) -> _Step:
     n = cand.number
     ev = cand.vs_baseline
     if not cand.eligible or ev is None or ev.geomean is None:

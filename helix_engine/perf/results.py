@@ -145,6 +145,7 @@ class RoundPromotion(_Result):
     status: PromotionStatus
     reason: str
     vs_baseline: SpeedupEstimate | None = None  # geomean (ratio of means) against the baseline
+    vs_baseline_paired: bool = False  # vs_baseline comes from the paired run (both sides in one job)
     vs_previous_best: SpeedupEstimate | None = None  # geomean against the best before this round
     previous_best: int | None = None  # None: the baseline was the best
     basis: Basis = "none"  # what the decision could rest on
@@ -176,3 +177,8 @@ class Promotion(_Result):
         if self.best_round is None:
             return None
         return self.rounds[self.best_round].vs_baseline
+
+    def best_geomean_paired(self) -> bool:
+        """Whether best_geomean() is the paired run's geomean, not the two perf files' (the
+        upstream "Geomean speedup" line reads the files: the two can differ)."""
+        return self.best_round is not None and self.rounds[self.best_round].vs_baseline_paired

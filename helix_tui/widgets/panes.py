@@ -53,6 +53,8 @@ class CockpitHeader(Static):
         if snap.promoted_best_round is not None:  # the promotion rule's best and its own interval
             best = snap.promotion.best_geomean() if snap.promotion is not None else None
             text = render.estimate(best) if best is not None else render.speedup(render.best_geomean(snap))
+            if best is not None and snap.promotion is not None and snap.promotion.best_geomean_paired():
+                text += " paired"  # the paired run's geomean: the tree's label reads the perf files
             segments.append((f"best round-{snap.promoted_best_round} {text}", "bold green", 0))
         count = len(render.all_problems(snap))
         if count:
