@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=_list)
 
-    show = psub.add_parser("show", help="print one card (or `index`, `artifacts`, `opt-note-format`); routing aliases, "
+    show = psub.add_parser("show", help="print one card (or `index`, `artifacts`, `opt-note-format`, "
+                           "`round-failure-handling`); routing aliases, "
                            "symptom names and the skill's file names (artifacts.md, pattern_index.md) work too")
     show.add_argument("name", help="card name, e.g. tiling, memory-bound, index, artifacts, opt-note-format, cache-use")
     show.add_argument("--json", action="store_true")
@@ -39,12 +40,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     route.add_argument("--json", action="store_true")
     route.set_defaults(func=_route)
 
-    ref = sub.add_parser("reference", help="the workspace artifact contract and the opt-note.md format (the skill's "
-                         "references/artifacts.md and opt-note-format.md)",
+    ref = sub.add_parser("reference", help="the workspace artifact contract, the opt-note.md format and closing a "
+                         "failed round (the skill's references/artifacts.md, opt-note-format.md, round-failure-handling.md)",
                          description="Reference pages the optimize skill asks you to read: `artifacts` (which files "
-                         "are authoritative, who writes them, what round-state.json names) and `opt-note-format` "
+                         "are authoritative, who writes them, what round-state.json names), "
+                         "`round-failure-handling` (closing a round that failed or did not pay off) and `opt-note-format` "
                          "(the ledger's entries and who owns each line). Without NAME: the list.")
-    ref.add_argument("name", nargs="?", help="artifacts or opt-note-format (artifacts.md, references/artifacts.md work too)")
+    ref.add_argument("name", nargs="?", help="artifacts, opt-note-format or round-failure-handling "
+                     "(artifacts.md, references/artifacts.md work too)")
     ref.add_argument("--json", action="store_true")
     ref.set_defaults(func=_reference)
 
@@ -101,7 +104,7 @@ def _reference(args: argparse.Namespace) -> int:
         name = ""
     if not name or load_card(name).kind != "reference":
         raise HelixError(f"no reference page named {clean(args.name)!r}; `helix reference` lists them "
-                         "(artifacts, opt-note-format); pattern cards are `helix patterns show NAME`")
+                         "(artifacts, opt-note-format, round-failure-handling); pattern cards are `helix patterns show NAME`")
     return _show(args)
 
 

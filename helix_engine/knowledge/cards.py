@@ -26,7 +26,8 @@ SYMPTOM_SECTIONS: tuple[str, ...] = (
     "What it means", "Profiler evidence", "IR evidence", "Candidate cards", "Ruling it out",
 )
 #: Reference pages (the workspace contract, the ledger's format): the pages the skill tells an
-#: agent to read as ``references/artifacts.md`` and ``references/opt-note-format.md``, in our words.
+#: agent to read as ``references/artifacts.md``, ``opt-note-format.md`` and ``round-failure-handling.md``,
+#: in our words.
 REFERENCE_SECTIONS: tuple[str, ...] = ()
 KINDS: dict[str, tuple[str, ...]] = {"pattern": PATTERN_SECTIONS, "symptom": SYMPTOM_SECTIONS,
                                      "reference": REFERENCE_SECTIONS}

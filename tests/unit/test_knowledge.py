@@ -106,7 +106,7 @@ def test_patterns_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["patterns", "list", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["cards"]
     assert [r["name"] for r in rows[:6]] == cards.card_names("symptom")
-    assert len(rows) == len(cards.card_names()) == 54 and all(r["summary"] for r in rows)
+    assert len(rows) == len(cards.card_names()) == 55 and all(r["summary"] for r in rows)
     assert main(["patterns", "list", "--kind", "symptom"]) == 0
     text = capsys.readouterr().out
     assert "Symptom cards:" in text and "Pattern cards:" not in text and "  memory-bound  " in text
@@ -129,7 +129,8 @@ def test_the_skills_reference_files_are_readable_by_their_names(asked: str, caps
     listed = capsys.readouterr().out
     assert "  artifacts  " in listed and "  opt-note-format  " in listed
     assert main(["patterns", "list", "--kind", "reference", "--json"]) == 0
-    assert [r["name"] for r in json.loads(capsys.readouterr().out)["cards"]] == ["artifacts", "opt-note-format"]
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)["cards"]] == [
+        "artifacts", "opt-note-format", "round-failure-handling"]
     assert main(["reference", "tiling"]) == 1  # a pattern card is not a reference page
     assert "`helix reference` lists them" in capsys.readouterr().err
 
@@ -183,7 +184,7 @@ def test_the_cards_ship_in_the_wheel() -> None:
     globs = project["tool"]["setuptools"]["package-data"]["helix_engine.knowledge"]
     folder = ROOT / "helix_engine" / "knowledge"
     shipped = [p.relative_to(folder).as_posix() for p in folder.rglob("*.md")]
-    assert len(shipped) == 55  # 46 patterns, 6 symptoms, 2 reference pages, the index
+    assert len(shipped) == 56  # 46 patterns, 6 symptoms, 3 reference pages, the index
     assert all(any(fnmatch.fnmatch(rel, g) and rel.count("/") == g.count("/") for g in globs) for rel in shipped)
 
 
@@ -216,3 +217,14 @@ def test_an_ascend_profile_with_helix_manifest_routes_launches_and_short_kernels
     found = {s["symptom"]: s["evidence"] for s in build_report(folder).symptoms}
     assert found["many-launches"].startswith("9 launches per call (matmul_kernel ×5, Cast ×2")
     assert "matmul_kernel runs 6.03 µs per launch" in found["short-kernels"]
+
+
+def test_the_skills_third_reference_closes_a_failed_round(capsys: pytest.CaptureFixture[str]) -> None:
+    """The skill lists references/round-failure-handling.md beside the other two (an agent walk found
+    no page for it): the page names the commands that record a failed round, and each parses."""
+    assert main(["reference", "references/round-failure-handling.md"]) == 0
+    out = capsys.readouterr().out
+    assert "# round-failure-handling\n" in out
+    for needle in ("--correctness failed", "helix submit-round --round-dir opt-round-N", "marks the round `failed`",
+                   "never replaces the last good", "helix start-round"):
+        assert needle in out, needle
