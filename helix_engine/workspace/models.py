@@ -384,6 +384,9 @@ class RoundView:
     #: identities (records.file_id) of the files this view was read from, taken before reading
     #: them: round-state.json, the perf file (as shown) and its paired sidecar (round_cache keys)
     inputs: tuple[Any, ...] = ()
+    #: the content digest of the perf records as read (interval_cache.records_digest): what the
+    #: promotion rule keys its judgements by, so a same-bytes rewrite re-judges no later round
+    records_digest: str | None = field(default=None, compare=False)
     #: the perf records while a load still needs them; None: read on demand (``perf``)
     records: list[PerfRecord] | None = field(default=None, repr=False, compare=False)
 

@@ -9,7 +9,9 @@ of every file it was computed from: round-state.json, the perf file, its paired 
 the baseline operator it pairs against), plus a context shared by all rounds (the code that
 computes it, the noise margins, the baseline's records, the metric). A round whose key differs is
 judged again; nothing else is. The identities are taken before a file is read, so a file written
-while it was read only makes the next run miss.
+while it was read only makes the next run miss. The perf file counts by its records' content once
+read (interval_cache.records_digest, kept beside its problems under its identity): a rewrite with
+the same records re-reads that file and judges nothing again, not even the rounds compared with it.
 
 The file is workspace data and only ever saves time: it is read through the safe reader, every
 entry is checked (types, then the result models' own validation), anything odd is a miss, it is
@@ -37,7 +39,7 @@ CACHE_FILE = "rounds.json"
 DELTA_FILE = "rounds.delta.json"
 #: Past this many entries in the delta, rounds.json is written again whole.
 DELTA_MAX = 64
-VERSION = 3  # 2: the "reads" section (round folder reads); 3: reads as text
+VERSION = 4  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records' digest
 #: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
 _CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/round_reading.py",
          "workspace/reading.py", "workspace/models.py", "perf/artifact.py", "perf/evaluation.py",
@@ -232,20 +234,22 @@ class RoundCache:
         self.reads[n] = [key, text]
         self.dirty = True
 
-    def perf_problems(self, n: int, key: list[Any]) -> list[Problem] | None:
-        """The problems reading round ``n``'s perf file gave, when its key is the stored one."""
+    def perf_problems(self, n: int, key: list[Any]) -> tuple[list[Problem], str] | None:
+        """The problems reading round ``n``'s perf file gave, and its records' content digest
+        (interval_cache.records_digest: what the promotion rule's judgements are keyed by), when
+        its key is the stored one."""
         found = self._data.get("perf", {}).get(str(n))
-        if isinstance(found, list) and len(found) == 2 and found[0] == key:
+        if isinstance(found, list) and len(found) == 3 and found[0] == key and _is_digest(found[2]):
             try:
                 problems = problems_in(found[1])
             except (ValueError, TypeError):
                 return None
             self.perf[n] = found
-            return problems
+            return problems, found[2]
         return None
 
-    def put_perf(self, n: int, key: list[Any], problems: list[Problem]) -> None:
-        self.perf[n] = [key, problems_out(problems)]
+    def put_perf(self, n: int, key: list[Any], problems: list[Problem], digest: str) -> None:
+        self.perf[n] = [key, problems_out(problems), digest]
         self.dirty = True
 
     def summary(self, n: int, context: list[Any], key: list[Any]) -> RoundSummary | None:
@@ -309,6 +313,10 @@ class RoundCache:
         self._data, self._delta, self._hits = {}, {}, {}
         self.perf = {}
         self.reads = {}
+
+
+def _is_digest(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 def _same_judged(before: dict[Any, Any], now: dict[Any, Any]) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helix_engine.perf.interval_cache import records_digest
 from helix_engine.perf.paired import sidecar_path
 from helix_engine.workspace import layout, status_rules
 from helix_engine.workspace.models import (
@@ -336,11 +337,14 @@ def _perf_inputs(out: LoadedRound, root: Path, n: int, state_id: list[int] | Non
     if view.perf_file is not None:
         perf_key = [shown(view.perf_file, root), file_id(view.perf_file)]
         view.inputs = (state_id, *perf_key, file_id(sidecar_path(view.perf_file)))
-        kept = cache.perf_problems(n, perf_key) if cache is not None else None
-        if kept is None:
+        found = cache.perf_problems(n, perf_key) if cache is not None else None
+        if found is None:
             view.perf, kept = read_perf_safe(view.perf_file, root)
+            view.records_digest = records_digest(view.perf)
             if cache is not None:
-                cache.put_perf(n, perf_key, kept)
+                cache.put_perf(n, perf_key, kept, view.records_digest)
+        else:
+            kept, view.records_digest = found
         out.problems += kept
 
 

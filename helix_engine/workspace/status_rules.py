@@ -503,8 +503,11 @@ def _context(base_records: list[PerfRecord], base_file: str, metric: str | None,
 def _round_key(view: RoundView, note: str | None, operator_key: list[Any] | None) -> list[Any]:
     """The identities of the files round ``view`` is judged from (taken when it was read): its
     round-state.json, perf file and paired sidecar, and, when it has a sidecar, the baseline
-    operator the sidecar must have been measured against."""
+    operator the sidecar must have been measured against. The perf file counts by its records'
+    content when it was read (a rewrite with the same records keeps the round's summary)."""
     inputs = list(view.inputs)
+    if len(inputs) >= 3 and view.records_digest is not None:
+        inputs[2] = ["records", view.records_digest]
     has_sidecar = len(inputs) == 4 and inputs[3] is not None
     return [view.name, note, inputs, operator_key if has_sidecar else None]
 
@@ -588,11 +591,22 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
             number=n, eligible=eligible, why_not=why,
             metric=metric_for_round(metric, view.state.effective_metric_source if view.state else None),
             records=LazyRecords(view), vs_baseline=result.comparison if result is not None else None,
-            records_key=list(view.inputs[1:3]) if view.perf_file is not None else None,
+            records_key=_records_key(view),
             judged=summary.judged if summary is not None else None))
     return promote(candidates, base_records, noise_margin=noise_margin,
                    memo=memo.promotion if memo is not None else None,
                    previous=previous.promotion if previous is not None else None)
+
+
+def _records_key(view: RoundView) -> list[Any] | None:
+    """What identifies the round's records for the promotion rule's judgements: their content
+    digest (a rewrite with the same bytes, or the same records, keeps every judgement), else the
+    perf file's identity."""
+    if view.perf_file is None:
+        return None
+    if view.records_digest is not None:
+        return ["records", view.records_digest]
+    return list(view.inputs[1:3])
 
 
 def _shown_file(snap: Any, path: Any, default: str) -> str:

@@ -76,6 +76,36 @@ def test_cached_and_uncached_status_json_are_byte_identical(tmp_path: Path, perf
     assert data["promoted_best_round"] == "round-2" and data["rounds"][1]["promotion"]["vs_baseline"]["ci95"]
 
 
+def test_a_same_bytes_rewrite_of_the_best_round_judges_no_later_round_again(
+        tmp_path: Path, perf_reads: list[Path]) -> None:
+    """Judgements against a best round are keyed by its records' content, not its file's
+    identity: rewriting round 2 (the best round 3 is compared with) with the same bytes reads
+    round 2 again and no later round, in a fresh status and in a reload alike."""
+    ws = _workspace(tmp_path)
+    expected = _uncached(ws)
+    assert json.loads(expected)["operators"][0]["rounds"][2]["promotion"]["previous_best"] == "round-2"
+    _status_json(ws)  # writes the cache
+    best = ws / "opt-round-2" / "opt_add_perf.txt"
+    best.write_bytes(best.read_bytes())
+    records.forget()
+    perf_reads.clear()
+    assert _status_json(ws) == expected
+    assert sorted(perf_reads) == sorted([ws / "baseline" / "add_perf.txt", best])
+    snap = load_workspace(ws)
+    best.write_bytes(best.read_bytes())
+    records.forget()
+    perf_reads.clear()
+    again = reload(snap, [best])
+    assert perf_reads == [best]
+    assert again.rounds[3].promotion == snap.rounds[3].promotion
+    changed = best.read_text().replace("9.0", "9.5")  # other records: round 3 is judged again
+    best.write_text(changed)
+    records.forget()
+    perf_reads.clear()
+    reload(snap, [best])
+    assert ws / "opt-round-3" / "opt_add_perf.txt" in perf_reads
+
+
 def _entry(data: dict[str, Any], n: int) -> dict[str, Any]:
     return data["rounds"][str(n)][1]
 
@@ -99,6 +129,8 @@ TAMPERS = {
     "read state not text": lambda path, data: (data["reads"]["3"].__setitem__(1, {"round": "opt-round-3"}),
                                                _dump(path, data)),
     "read of another state file": lambda path, data: (data["reads"]["3"][0][0].__setitem__(1, 1), _dump(path, data)),
+    "records digest not a digest": lambda path, data: (data["perf"]["2"].__setitem__(2, "x" * 64), _dump(path, data)),
+    "records digest missing": lambda path, data: (data["perf"]["2"].pop(), _dump(path, data)),
 }
 
 
@@ -259,7 +291,9 @@ def test_one_changed_round_is_saved_as_a_delta_and_a_tampered_delta_is_ignored(
     ws = _workspace(tmp_path / "ws")
     _status_json(ws)  # rounds.json, whole
     perf = ws / "opt-round-3" / "opt_add_perf.txt"
-    perf.write_bytes(perf.read_bytes())  # the same bytes, another identity: round 3 judged again
+    text = perf.read_text()
+    perf.write_text(text.replace("7.00663", "7.00664", 1))  # one sample changed: round 3 judged again
+    assert perf.read_text() != text
     base = (ws / CACHE).read_bytes()
     records.forget()
     changed = _status_json(ws)
@@ -284,7 +318,10 @@ def test_a_delta_past_its_limit_rewrites_rounds_json_whole(tmp_path: Path, monke
     records.forget()
     changed = _status_json(ws)
     assert (ws / DELTA).is_file()
-    monkeypatch.setattr(round_cache, "DELTA_MAX", 2)  # round 3's two entries fit; one more round does not
+    # a same-bytes rewrite keeps the round's summary (judged by content): round 3's perf entry
+    # fits, one more round's does not
+    assert sum(len(json.loads((ws / DELTA).read_text())[part]) for part in ("perf", "reads", "rounds")) == 1
+    monkeypatch.setattr(round_cache, "DELTA_MAX", 1)
     perf = ws / "opt-round-2" / "opt_add_perf.txt"
     perf.write_bytes(perf.read_bytes())
     base = (ws / CACHE).read_bytes()
