@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.cells import cell_len
 from rich.text import Text
 from textual.app import ComposeResult
@@ -139,30 +141,39 @@ class PerfPane(Vertical):
                 rows = record_rows(snap.baseline.perf)
                 roof = record_roofline(snap.baseline.perf, snap.root)
                 if any(roof):  # the cases declare bytes/flops: achieved GB/s, TFLOP/s, % of peak
-                    table.add_columns("case", "roofline", "kernel", "total-op", "method", "error")
+                    headers = ["case", "roofline", "kernel", "total-op", "method", "error"]
                     rows = [(row[0], figures, *row[1:]) for row, figures in zip(rows, roof)]
                 else:
-                    table.add_columns("case", "kernel", "total-op", "method", "error")
-                table.add_rows([[plain(cell) for cell in row] for row in rows])
+                    headers = ["case", "kernel", "total-op", "method", "error"]
+                cells = [[plain(cell) for cell in row] for row in rows]
+                _add_columns(table, headers, cells)
+                table.add_rows(cells)
                 summary.update(Text(f"baseline · {len(snap.baseline.perf)} cases · metric {metric}"))
             else:
                 summary.update(plain(view.note or "nothing to compare", "yellow"))
             return
         keep = self._shown_columns = self._columns_for(view)
         labels = ["case", SPEEDUP_COLUMN, "verdict", "delta", view.against, key.removeprefix("opt-")]
-        table.add_columns(*[labels[i] for i in keep])
-        lines = Text()
+        planned: list[tuple[list[Text | str], str | None]] = []  # (cells, exact line) per table row
         for index, c in enumerate(view.comparisons):
             case_roofs = {r.latency_id: r for r in (view.roofline[index] if index < len(view.roofline) else [])}
             if len(view.comparisons) > 1:
-                heading = [Text(f"── {c.metric_source or c.requested} ──", style="bold")] + [""] * (len(keep) - 1)
-                table.add_row(*heading)
+                planned.append(([Text(f"── {c.metric_source or c.requested} ──", style="bold")]
+                                + [""] * (len(keep) - 1), None))
             for i, row in enumerate(comparison_rows(c)):
-                cells = [plain(row[0]), plain(row[1]), _verdict(row[2]), *map(plain, row[3:])]
-                row_key = table.add_row(*[cells[j] for j in keep])
-                self._exact[row_key] = exact_row(c, i)
+                shown: list[Text | str] = [plain(row[0]), plain(row[1]), _verdict(row[2]), *map(plain, row[3:])]
+                exact = exact_row(c, i)
                 if c.cases[i].latency_id in case_roofs:
-                    self._exact[row_key] += "\n" + case_text(case_roofs[c.cases[i].latency_id], key, view.against)
+                    exact += "\n" + case_text(case_roofs[c.cases[i].latency_id], key, view.against)
+                planned.append(([shown[j] for j in keep], exact))
+        _add_columns(table, [labels[i] for i in keep], [row for row, _line in planned])
+        for row_cells, line in planned:
+            row_key = table.add_row(*row_cells)
+            if line is not None:
+                self._exact[row_key] = line
+        lines = Text()
+        for index, c in enumerate(view.comparisons):
+            case_roofs = {r.latency_id: r for r in (view.roofline[index] if index < len(view.roofline) else [])}
             lines.append(f"{clean(c.metric_source or c.requested)}: ", style="bold")
             lines.append(f"geomean (mean) {render.estimate(c.geomean)} ")
             if c.geomean is not None and c.geomean.point < 1.0:  # a slowdown in words: 10.0x slower
@@ -191,6 +202,15 @@ class PerfPane(Vertical):
         if len(keep) < len(labels):  # the dropped time columns are on the line under the table
             lines.append(" · times: below the table", style="dim")
         summary.update(lines)
+
+
+def _add_columns(table: DataTable, headers: list[str], rows: Sequence[Sequence[object]]) -> None:
+    """Columns as wide as their widest cell, fixed when added: a table refilled while a layout
+    or an earlier fill is pending kept the headers' widths (the snapshot of the baseline table
+    under load showed `fp16` for `fp16_1024`)."""
+    for i, header in enumerate(headers):
+        width = max([cell_len(header)] + [cell_len(str(row[i])) for row in rows if i < len(row)])
+        table.add_column(header, width=width)
 
 
 def _verdict(verdict: str) -> Text:
