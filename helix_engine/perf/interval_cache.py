@@ -26,10 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from helix_engine.code_identity import modules_digest
 from helix_engine.perf.results import Interval, SpeedupEstimate
+from helix_engine.workspace import layout
 from helix_engine.workspace.models import PerfRecord
 
-CACHE_DIR = "cache"  # inside .helix/
 CACHE_FILE = "intervals.json"
 VERSION = 1
 #: Entries kept in the file beyond those the last run used (other metrics, older margins).
@@ -39,7 +40,6 @@ _CODE = ("perf/stats.py", "perf/evaluation.py", "perf/formulas.py", "perf/margin
          "perf/results.py", "perf/paired.py", "workspace/status_rules.py", "perf/interval_cache.py")
 _VERDICTS = ("faster", "slower", "within-noise")
 
-_code_digest: str | None = None
 _digests: dict[int, tuple[Sequence[PerfRecord], str]] = {}
 _DIGESTS_KEPT = 256
 _lock = threading.Lock()
@@ -47,19 +47,7 @@ _lock = threading.Lock()
 
 def code_digest() -> str:
     """sha256 of the modules that compute the number (read once per process)."""
-    global _code_digest
-    if _code_digest is None:
-        from helix_engine import __version__
-
-        root = Path(__file__).resolve().parents[1]
-        digest = hashlib.sha256(f"{VERSION} {__version__}".encode())
-        for name in _CODE:
-            try:
-                digest.update((root / name).read_bytes())
-            except OSError:
-                digest.update(f"missing {name}".encode())
-        _code_digest = digest.hexdigest()
-    return _code_digest
+    return modules_digest(f"{VERSION}", _CODE)
 
 
 def records_digest(records: Sequence[PerfRecord]) -> str:
@@ -168,7 +156,7 @@ class IntervalCache:
 
 
 def _read(workspace: Path) -> dict[str, Any]:
-    path = workspace / ".helix" / CACHE_DIR / CACHE_FILE
+    path = workspace / layout.HELIX_DIR / layout.CACHE_DIR / CACHE_FILE
     if not os.path.lexists(path):
         return {}
     from helix_engine.workspace.reading import read_text_safe
@@ -192,7 +180,7 @@ def _write(workspace: Path, data: dict[str, Any]) -> None:
     helix = workspace / ".helix"
     if os.path.islink(helix) or not os.path.isdir(helix):
         return
-    folder = helix / CACHE_DIR
+    folder = helix / layout.CACHE_DIR
     if os.path.islink(folder):
         return
     if not os.path.isdir(folder):

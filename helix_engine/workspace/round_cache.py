@@ -22,7 +22,6 @@ and an entry never changes a number (a hit yields what judging the same files ag
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import os
@@ -31,9 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helix_engine.code_identity import modules_digest
+from helix_engine.workspace import layout
 from helix_engine.workspace.models import Problem
 
-CACHE_DIR = "cache"  # inside .helix/
 CACHE_FILE = "rounds.json"
 #: The entries changed since rounds.json was written, on top of it (see RoundCache.save).
 DELTA_FILE = "rounds.delta.json"
@@ -48,24 +48,11 @@ _CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/rou
 _SEVERITIES = ("error", "warning")
 _MAX_BYTES = 256 * 1024 * 1024
 
-_code_digest: str | None = None
 
 
 def code_digest() -> str:
     """sha256 of the modules that compute a summary (read once per process)."""
-    global _code_digest
-    if _code_digest is None:
-        from helix_engine import __version__
-
-        root = Path(__file__).resolve().parents[1]
-        digest = hashlib.sha256(f"rounds {VERSION} {__version__}".encode())
-        for name in _CODE:
-            try:
-                digest.update((root / name).read_bytes())
-            except OSError:
-                digest.update(f"missing {name}".encode())
-        _code_digest = digest.hexdigest()
-    return _code_digest
+    return modules_digest(f"rounds {VERSION}", _CODE)
 
 
 @dataclass
@@ -327,7 +314,7 @@ def _read(workspace: Path) -> tuple[list[int] | None, dict[str, Any], dict[str, 
     """(rounds.json's identity, its entries with the delta's over them, the delta's entries)."""
     from helix_engine.workspace.records import file_id
 
-    path = workspace / ".helix" / CACHE_DIR / CACHE_FILE
+    path = workspace / layout.HELIX_DIR / layout.CACHE_DIR / CACHE_FILE
     base_id = file_id(path)  # before reading: a file replaced meanwhile makes the next delta a miss
     data = _read_json(workspace, CACHE_FILE)
     if data is None:
@@ -341,7 +328,7 @@ def _read(workspace: Path) -> tuple[list[int] | None, dict[str, Any], dict[str, 
 
 
 def _read_json(workspace: Path, name: str) -> dict[str, Any] | None:
-    path = workspace / ".helix" / CACHE_DIR / name
+    path = workspace / layout.HELIX_DIR / layout.CACHE_DIR / name
     if not os.path.lexists(path):
         return None
     from helix_engine.workspace.reading import read_text_safe
@@ -363,9 +350,9 @@ def _read_json(workspace: Path, name: str) -> dict[str, Any] | None:
 
 def _remove_delta(workspace: Path) -> None:
     """After rounds.json is written whole (a delta of the old one would be ignored anyway)."""
-    path = workspace / ".helix" / CACHE_DIR / DELTA_FILE
+    path = workspace / layout.HELIX_DIR / layout.CACHE_DIR / DELTA_FILE
     helix = workspace / ".helix"
-    if os.path.islink(helix) or os.path.islink(helix / CACHE_DIR) or not os.path.lexists(path):
+    if os.path.islink(helix) or os.path.islink(helix / layout.CACHE_DIR) or not os.path.lexists(path):
         return
     with contextlib.suppress(OSError):
         os.unlink(path)
@@ -390,7 +377,7 @@ def write_cache_text(workspace: Path, name: str, text: str) -> None:
     helix = workspace / ".helix"
     if os.path.islink(helix) or not os.path.isdir(helix):
         return
-    folder = helix / CACHE_DIR
+    folder = helix / layout.CACHE_DIR
     if os.path.islink(folder):
         return
     if not os.path.isdir(folder):
