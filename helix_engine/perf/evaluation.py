@@ -77,6 +77,21 @@ class Paired:
     problems: list[CaseProblem] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class CaseValues:
+    """A perf file's records as the status rule pairs them, compact (issue 12): latency ids in
+    sorted order, each case's kernel and total-op averages (None when absent) and the file's one
+    bench mode. Kept per round in memory and in ``.helix/cache/rounds.json``, so a round's point
+    comparison with a new best reads no record (``compare_values``). Only records the rule does
+    not refuse on their own have them (status_rules.case_values: no repeated id, no failed case,
+    one bench mode, finite values); the others are compared from their records."""
+
+    ids: tuple[str, ...]
+    kernel: tuple[float | None, ...]
+    total: tuple[float | None, ...]
+    bench_mode: str | None
+
+
 # -------------------------------------------------------------------------- time validity
 
 
@@ -225,12 +240,12 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
         samples[p.latency_id] = _CaseSamples(b, c, blocks=case_blocks)
     pairs = [(case.baseline_us, case.compare_us) for case in ev.cases]
     ev.avg_improvement_pct = avg_improvement_pct(pairs)
-    geo = geomean_speedup(pairs)
-    if geo is not None and not math.isfinite(geo):
-        ev.errors.append("the geomean speedup is not a finite number; re-run the bench, a time is wrong")
+    geo, error = point_geomean(pairs)
+    if error is not None:
+        ev.errors.append(error)
         return ev
     if geo is not None:
-        ev.geomean = SpeedupEstimate(statistic="mean", point=geo)
+        ev.geomean = geo
     if ev.cases:
         ev.mean_latency_us = sum(c for _, c in pairs) / len(pairs)
         modes = {case.metric for case in ev.cases}
@@ -241,6 +256,39 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
     if with_ci:
         _attach_intervals(ev, samples, any_samples, margins, ci_statistics, case_intervals, confidence)
     return ev
+
+
+def point_geomean(pairs: Sequence[tuple[float, float]]) -> tuple[SpeedupEstimate | None, str | None]:
+    """The geomean speedup's point over (baseline, compare) pairs (None without pairs), or the
+    error that stops the comparison: what ``from_pairs`` and ``compare_values`` both report."""
+    geo = geomean_speedup(pairs)
+    if geo is None:
+        return None, None
+    if not math.isfinite(geo):
+        return None, "the geomean speedup is not a finite number; re-run the bench, a time is wrong"
+    return SpeedupEstimate(statistic="mean", point=geo), None
+
+
+@dataclass(frozen=True)
+class PointComparison:
+    """``compare_values``' answer: the geomean point (None: not comparable) and the latency ids of
+    the cases it is over, in the core's order (what the geomean's noise margin is the mean of)."""
+
+    geomean: SpeedupEstimate | None
+    latency_ids: tuple[str, ...]
+
+
+def compare_values(reference: CaseValues, candidate: CaseValues, metric: str) -> PointComparison:
+    """``evaluate(reference, candidate, rule="status", with_ci=False)``'s geomean and cases, from
+    compact values: the status rule's pairing (status_rules.pair_values, which pair_for_status
+    runs too) and the same point geomean, without records or per-case result models."""
+    from helix_engine.workspace.status_rules import pair_values
+
+    paired = pair_values(reference, candidate, metric)
+    if paired.refusal is not None or not paired.pairs:
+        return PointComparison(None, ())  # a refused comparison has no cases
+    geo, _ = point_geomean([(b, c) for _, _, b, c in paired.pairs])
+    return PointComparison(geo, tuple(pair[0] for pair in paired.pairs))
 
 
 def _usable_blocks(found: Sequence[Any] | None) -> Sequence[Any] | None:

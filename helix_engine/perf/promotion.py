@@ -55,6 +55,10 @@ class Candidate:
     #: "baseline" → Judged; a best round's number → (its records_key, Judged). With it, a round
     #: judged before is not compared again, and ``vs_baseline`` may come without its cases.
     judged: dict[Any, Any] | None = None
+    #: ``records`` as the status rule pairs them (evaluation.CaseValues; status_rules.case_values),
+    #: or a function giving them when first needed; None: the round has none. With them, its
+    #: comparison with a best whose point cannot pass reads no record (``_on_values``)
+    values: evaluation.CaseValues | Callable[[], evaluation.CaseValues | None] | None = None
 
 
 def _text(estimate: SpeedupEstimate) -> str:
@@ -68,6 +72,11 @@ def _records(cand: Candidate) -> Sequence[PerfRecord]:
     caches (keyed by the list) are given, never the lazy object that refers to a snapshot's view."""
     resolve = getattr(cand.records, "resolve", None)
     return resolve() if callable(resolve) else cand.records
+
+
+def _values(cand: Candidate) -> evaluation.CaseValues | None:
+    found = cand.values
+    return found() if callable(found) else found
 
 
 def _records_key(cand: Candidate) -> Any:
@@ -93,9 +102,29 @@ def _judged(ev: RoundEvaluation, baseline: Sequence[PerfRecord], records: Sequen
 def _needs_interval(ev: RoundEvaluation, margin: float | NoiseMargins) -> bool:
     geo = ev.geomean
     limit = as_margins(margin).for_geomean(case.latency_id for case in ev.cases)
-    if geo is None or geo.interval is not None or geo.point <= 1.0 + limit:
+    if geo is None or geo.interval is not None or not _could_pass(geo.point, limit):
         return False
     return bool(ev.cases) and all(case.median is not None for case in ev.cases)  # samples on both sides
+
+
+def _could_pass(point: float, limit: float) -> bool:
+    """Whether a geomean with this point could be beyond the noise margin ``limit``: only then is
+    its interval computed (an interval contains its point, so a point at or below fails either way)."""
+    return point > 1.0 + limit
+
+
+def _on_values(reference: Candidate, cand: Candidate, margins: NoiseMargins) -> Judged | None:
+    """``cand`` judged against ``reference`` from both rounds' compact values, when that is all the
+    rule needs: the comparison is not possible (no geomean), or its point cannot pass (then the
+    full path judges the point too: no interval is computed). None: compare the records."""
+    ref_values, cand_values = _values(reference), _values(cand)
+    if ref_values is None or cand_values is None:
+        return None
+    found = evaluation.compare_values(ref_values, cand_values, cand.metric)
+    margin = margins.for_geomean(found.latency_ids)
+    if found.geomean is not None and _could_pass(found.geomean.point, margin):
+        return None
+    return _Judged(found.geomean, margin)
 
 
 def _judged_geomean(ev: RoundEvaluation, reference: Sequence[PerfRecord], records: Sequence[PerfRecord],
@@ -263,6 +292,9 @@ def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseli
 
     def versus_best() -> _Judged:
         assert best is not None
+        quick = _on_values(best, cand, margins)
+        if quick is not None:
+            return quick
         reference, records = _records(best), _records(cand)
         vs = evaluation.evaluate(reference, records, rule="status", metric=cand.metric, with_ci=False,
                                  noise_margin=margins)

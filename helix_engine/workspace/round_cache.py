@@ -39,7 +39,8 @@ CACHE_FILE = "rounds.json"
 DELTA_FILE = "rounds.delta.json"
 #: Past this many entries in the delta, rounds.json is written again whole.
 DELTA_MAX = 64
-VERSION = 4  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records' digest
+VERSION = 5  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records'
+# digest; 5: and their compact case values (values_out)
 #: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
 _CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/round_reading.py",
          "workspace/reading.py", "workspace/models.py", "perf/artifact.py", "perf/evaluation.py",
@@ -117,6 +118,48 @@ def _judged_in(value: Any) -> Any:
 
     geo, margin = value
     return Judged(SpeedupEstimate.model_validate(geo) if geo is not None else None, _number(margin))
+
+
+def values_out(values: Any) -> list[Any] | None:
+    """A round's compact case values (evaluation.CaseValues) as a perf entry keeps them: [bench
+    mode, text], the text three lines (latency ids, kernel averages, total-op averages; tab
+    separated, "" for an absent average). Text, not lists: 1000 rounds' values as JSON lists made
+    rounds.json ~6x slower to parse than as strings, and a load never needs them (a reload judging
+    rounds against a new best does, status_rules.view_values). None: not kept (a label the text
+    cannot hold)."""
+    if values is None or any("\t" in lid or "\n" in lid for lid in values.ids):
+        return None
+    def line(column: tuple[float | None, ...]) -> str:
+        return "\t".join("" if v is None else repr(v) for v in column)
+    return [values.bench_mode, "\n".join(("\t".join(values.ids), line(values.kernel), line(values.total)))]
+
+
+def values_in(value: Any) -> Any:
+    """A perf entry's stored values back as evaluation.CaseValues; None when they are not ours
+    (then the round is compared from its records: never a wrong number from an odd entry)."""
+    from helix_engine.perf.evaluation import CaseValues
+    from helix_engine.workspace.status_rules import shared_ids
+
+    try:
+        bench_mode, text = value
+        if not (isinstance(text, str) and (bench_mode is None or isinstance(bench_mode, str))):
+            return None
+        id_line, kernel_line, total_line = text.split("\n")
+        ids = tuple(id_line.split("\t")) if id_line else ()
+        kernel, total = _column(kernel_line, len(ids)), _column(total_line, len(ids))
+    except (ValueError, TypeError):
+        return None
+    if kernel is None or total is None or any(a >= b for a, b in zip(ids, ids[1:])):
+        return None  # the pairing reads ids sorted and unique
+    return CaseValues(shared_ids(ids), kernel, total, bench_mode)
+
+
+def _column(line: str, n: int) -> tuple[float | None, ...] | None:
+    cells = line.split("\t") if n else []
+    if len(cells) != n or (not n and line):
+        return None
+    out = tuple(float(cell) if cell else None for cell in cells)
+    return out if all(v is None or math.isfinite(v) for v in out) else None
 
 
 def slim(comparison: Any) -> Any:
@@ -221,22 +264,24 @@ class RoundCache:
         self.reads[n] = [key, text]
         self.dirty = True
 
-    def perf_problems(self, n: int, key: list[Any]) -> tuple[list[Problem], str] | None:
-        """The problems reading round ``n``'s perf file gave, and its records' content digest
-        (interval_cache.records_digest: what the promotion rule's judgements are keyed by), when
-        its key is the stored one."""
+    def perf_problems(self, n: int, key: list[Any]) -> tuple[list[Problem], str, list[Any] | None] | None:
+        """The problems reading round ``n``'s perf file gave, its records' content digest
+        (interval_cache.records_digest: what the promotion rule's judgements are keyed by) and
+        their compact values as stored (values_out; checked when first used, values_in), when its
+        key is the stored one."""
         found = self._data.get("perf", {}).get(str(n))
-        if isinstance(found, list) and len(found) == 3 and found[0] == key and _is_digest(found[2]):
+        if isinstance(found, list) and len(found) == 4 and found[0] == key and _is_digest(found[2]) \
+                and (found[3] is None or isinstance(found[3], list)):
             try:
                 problems = problems_in(found[1])
             except (ValueError, TypeError):
                 return None
             self.perf[n] = found
-            return problems, found[2]
+            return problems, found[2], found[3]
         return None
 
-    def put_perf(self, n: int, key: list[Any], problems: list[Problem], digest: str) -> None:
-        self.perf[n] = [key, problems_out(problems), digest]
+    def put_perf(self, n: int, key: list[Any], problems: list[Problem], digest: str, values: Any = None) -> None:
+        self.perf[n] = [key, problems_out(problems), digest, values_out(values)]
         self.dirty = True
 
     def summary(self, n: int, context: list[Any], key: list[Any]) -> RoundSummary | None:

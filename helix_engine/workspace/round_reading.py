@@ -341,10 +341,11 @@ def _perf_inputs(out: LoadedRound, root: Path, n: int, state_id: list[int] | Non
         if found is None:
             view.perf, kept = read_perf_safe(view.perf_file, root)
             view.records_digest = records_digest(view.perf)
+            view.values = status_rules.case_values(view.perf)
             if cache is not None:
-                cache.put_perf(n, perf_key, kept, view.records_digest)
+                cache.put_perf(n, perf_key, kept, view.records_digest, view.values)
         else:
-            kept, view.records_digest = found
+            kept, view.records_digest, view.values = found
         out.problems += kept
 
 

@@ -9,13 +9,15 @@ Problem that says what to do, for the UI and ``problems``.
 
 from __future__ import annotations
 
+import functools
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from helix_engine.perf import evaluation
-from helix_engine.perf.evaluation import Metric, Pair, Paired
+from helix_engine.perf.evaluation import CaseValues, Metric, Pair, Paired
 from helix_engine.perf.interval_cache import IntervalCache
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.promotion import Candidate, PromotionMemo, judge_vs_baseline, promote
@@ -68,26 +70,57 @@ def perf_issues(records: Iterable[PerfRecord]) -> PerfIssues:
     return issues
 
 
-_ISSUES_CACHE: dict[int, tuple[list[PerfRecord], PerfIssues]] = {}
+_ISSUES_CACHE: dict[int, tuple[list[PerfRecord], PerfIssues, CaseValues]] = {}
 _ISSUES_CACHED = 64
 
 
-def _cached_issues(records: list[PerfRecord]) -> PerfIssues:
-    """perf_issues of a list of records, computed once per list object (loaded records are never
-    changed): the baseline's is asked for by every round, a round's by its comparison with the
-    baseline, with the best before it, and, once it is the best, by every later round's."""
+def _cached_issues(records: list[PerfRecord]) -> tuple[PerfIssues, CaseValues]:
+    """perf_issues of a list of records and its values as the pairing reads them, computed once
+    per list object (loaded records are never changed): the baseline's are asked for by every
+    round, a round's by its comparison with the baseline, with the best before it, and, once it
+    is the best, by every later round's."""
     hit = _ISSUES_CACHE.get(id(records))
     if hit is not None and hit[0] is records:
-        return hit[1]
+        return hit[1], hit[2]
     issues = perf_issues(records)
+    ordered = sorted(records, key=lambda r: r.latency_id)
+    values = CaseValues(shared_ids(tuple(r.latency_id for r in ordered)),
+                        tuple(r.kernel_avg_time_us for r in ordered),
+                        tuple(r.total_op_avg_time_us for r in ordered),
+                        next(iter(issues.bench_modes), None))
     if len(_ISSUES_CACHE) >= _ISSUES_CACHED:
         del _ISSUES_CACHE[next(iter(_ISSUES_CACHE))]  # the oldest
-    _ISSUES_CACHE[id(records)] = (records, issues)
-    return issues
+    _ISSUES_CACHE[id(records)] = (records, issues, values)
+    return issues, values
 
 
-def _value(rec: PerfRecord, metric: str) -> float | None:
-    return rec.kernel_avg_time_us if metric == "kernel" else rec.total_op_avg_time_us
+_IDS: dict[tuple[str, ...], tuple[str, ...]] = {}
+_IDS_KEPT = 256
+
+
+def shared_ids(ids: tuple[str, ...]) -> tuple[str, ...]:
+    """One tuple per distinct list of latency ids (rounds share the baseline's): a 1000-round
+    snapshot holds one copy of the labels, and the pairing sees equal ids as the same object."""
+    found = _IDS.get(ids)
+    if found is not None:
+        return found
+    if len(_IDS) >= _IDS_KEPT:
+        del _IDS[next(iter(_IDS))]
+    _IDS[ids] = ids
+    return ids
+
+
+def case_values(records: list[PerfRecord]) -> CaseValues | None:
+    """The records' compact values (evaluation.CaseValues) when the status rule would pair them
+    (no repeated id, no failed case, one bench mode) and every average is a finite number or
+    absent (what .helix/cache/rounds.json can hold); None: the round is compared from its records."""
+    issues, values = _cached_issues(records)
+    if issues.duplicates or issues.failed or issues.mixed_modes:
+        return None
+    for value in (*values.kernel, *values.total):
+        if value is not None and not (type(value) is float and math.isfinite(value)):
+            return None
+    return values
 
 
 @dataclass
@@ -110,6 +143,55 @@ class StatusPairing:
     refused: bool = False
 
 
+@dataclass
+class ValuePairs:
+    """``pair_values``' answer: the pairs (latency id, metric, baseline µs, compare µs) and the
+    dropped cases (latency id, side, that side's value, reason), each in latency id order, and
+    what refused the comparison: ("bench_mode",), ("missing", ids) or ("field", latency id,
+    metric, "baseline" | "compare"); the pairs and drops before a missing value are kept."""
+
+    pairs: list[tuple[str, Metric, float, float]] = field(default_factory=list)
+    dropped: list[tuple[str, Literal["baseline", "compare", "both"], float, str]] = field(default_factory=list)
+    refusal: tuple[Any, ...] | None = None
+
+
+def pair_values(base: CaseValues, cand: CaseValues, metric: str) -> ValuePairs:
+    """The status rule's pairing, on values (pair_for_status runs it on records' values, the
+    promotion rule's compact comparison on a round's kept ones): one bench mode on both sides,
+    every baseline id in the round, each case on ``metric`` (auto: kernel when both sides have
+    it, else total-op), a missing value refuses the comparison, a pair that cannot give a speedup
+    (evaluation.pair_problem) is dropped."""
+    out = ValuePairs()
+    if base.ids and cand.ids and base.bench_mode != cand.bench_mode:
+        out.refusal = ("bench_mode",)
+        return out
+    where: dict[str, int] | None = None
+    if cand.ids != base.ids:
+        where = {lid: i for i, lid in enumerate(cand.ids)}
+        missing = [lid for lid in base.ids if lid not in where]  # in order: base.ids is sorted
+        if missing:
+            out.refusal = ("missing", missing)
+            return out
+    b_kernel, b_total, c_kernel, c_total = base.kernel, base.total, cand.kernel, cand.total
+    for i, lid in enumerate(base.ids):
+        j = i if where is None else where[lid]
+        use: Metric
+        if metric == "auto":  # upstream: if either side is on total-op, both are
+            use = "kernel" if b_kernel[i] is not None and c_kernel[j] is not None else "total-op"
+        else:
+            use = "kernel" if metric == "kernel" else "total-op"
+        b, c = (b_kernel[i], c_kernel[j]) if use == "kernel" else (b_total[i], c_total[j])
+        if b is None or c is None:
+            out.refusal = ("field", lid, use, "baseline" if b is None else "compare")
+            return out
+        found = evaluation.pair_problem(b, c)
+        if found is not None:
+            out.dropped.append((lid, found[0], b if found[0] == "baseline" else c, found[1]))
+            continue
+        out.pairs.append((lid, use, float(b), float(c)))
+    return out
+
+
 def pair_for_status(
     baseline: list[PerfRecord],
     candidate: list[PerfRecord],
@@ -128,7 +210,7 @@ def pair_for_status(
         out.warnings, out.problems, out.refused = [warning], [problem], True
         return out
 
-    b_issues, c_issues = _cached_issues(baseline), _cached_issues(candidate)
+    (b_issues, b_values), (c_issues, c_values) = _cached_issues(baseline), _cached_issues(candidate)
     if b_issues.duplicates:
         return refuse(f"duplicate latency ids in baseline perf data: {', '.join(b_issues.duplicates)}",
                       Problem(baseline_file, "repeats case labels ("
@@ -154,55 +236,43 @@ def pair_for_status(
                               + ", ".join(sorted(str(m) for m in (b_issues.bench_modes if bad == baseline_file
                                                                     else c_issues.bench_modes)))
                               + "); re-run the bench with one --bench-mode", severity="warning"))
-    b_mode = next(iter(b_issues.bench_modes), None)
-    c_mode = next(iter(c_issues.bench_modes), None)
-    if baseline and candidate and b_mode != c_mode:
+    b_mode, c_mode = b_values.bench_mode, c_values.bench_mode
+    found = pair_values(b_values, c_values, metric)
+    base = {r.latency_id: r for r in baseline}
+    cand = {r.latency_id: r for r in candidate}
+    for latency_id, side, value, reason in found.dropped:
+        # upstream drops a value ≤ 0 with a warning; so do we, and one below 1 ns
+        warnings.append(_drop_warning(side, value, latency_id, round_name))
+        where = baseline_file if side == "baseline" else round_file
+        problems.append(Problem(where, f"cannot compare {latency_id}: {reason}. A time must be a positive "
+                                "number of at least 1 ns, so the case is dropped from every comparison; "
+                                f"re-run the {'baseline' if side == 'baseline' else round_name} bench.",
+                                severity="warning"))
+        out.paired.problems.append(evaluation.case_problem(latency_id, side, value, f"in {where}, {reason}"))
+    for latency_id, use, b_val, c_val in found.pairs:
+        out.paired.pairs.append(Pair(latency_id=latency_id, baseline_us=b_val, compare_us=c_val, metric=use,
+                                     baseline_record=base[latency_id], compare_record=cand[latency_id]))
+    refusal = found.refusal
+    if refusal is not None and refusal[0] == "bench_mode":
         return refuse(
             f"cannot compare {round_name}: bench_mode differs (baseline={b_mode}, {round_name}={c_mode})",
             Problem(round_file, f"was measured with bench_mode={c_mode} but the baseline with {b_mode}; "
                     f"re-run the {round_name} bench with --bench-mode {b_mode}", severity="warning"))
-
-    base = {r.latency_id: r for r in baseline}
-    cand = {r.latency_id: r for r in candidate}
-    missing = sorted(set(base) - set(cand))
-    if missing:
+    if refusal is not None and refusal[0] == "missing":
+        missing = refusal[1]
         shown = ", ".join(missing[:5]) + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else "")
         return refuse("latency ids do not match for comparable perf data",
                       Problem(round_file, f"lacks cases the baseline has ({shown}); latency ids must "
                               f"match exactly, so {round_name} is not compared. Bench the round with "
                               "the baseline's bench file.", severity="warning"))
-
-    for latency_id in sorted(base):
-        b_rec, c_rec = base[latency_id], cand[latency_id]
-        use: Metric
-        if metric == "auto":
-            use = "kernel"
-            if b_rec.kernel_avg_time_us is None or c_rec.kernel_avg_time_us is None:
-                use = "total-op"  # upstream: if either side is on total-op, both are
-        else:
-            use = "kernel" if metric == "kernel" else "total-op"
-        b_val, c_val = _value(b_rec, use), _value(c_rec, use)
+    if refusal is not None:  # ("field", latency id, metric, side): a value the metric needs is absent
+        _, latency_id, use, side = refusal
         field_name = "kernel_avg_time_us" if use == "kernel" else "total_op_avg_time_us"
-        if b_val is None or c_val is None:
-            side, file = ("baseline", baseline_file) if b_val is None else (round_name, round_file)
-            return refuse(f"missing {field_name} for {latency_id} in {side} perf data",
-                          Problem(file, f"has no {field_name} for {latency_id}; {round_name} cannot be "
-                                  f"compared on the {use} metric (try -m "
-                                  f"{'total-op' if use == 'kernel' else 'kernel'})", severity="warning"))
-        found = evaluation.pair_problem(b_val, c_val)
-        if found is not None:  # upstream drops a value ≤ 0 with a warning; so do we, and one below 1 ns
-            side, reason = found
-            warnings.append(_drop_warning(side, b_val if side == "baseline" else c_val, latency_id, round_name))
-            where = baseline_file if side == "baseline" else round_file
-            problems.append(Problem(where, f"cannot compare {latency_id}: {reason}. A time must be a positive "
-                                    "number of at least 1 ns, so the case is dropped from every comparison; "
-                                    f"re-run the {'baseline' if side == 'baseline' else round_name} bench.",
-                                    severity="warning"))
-            out.paired.problems.append(evaluation.case_problem(latency_id, side, b_val if side == "baseline"
-                                                               else c_val, f"in {where}, {reason}"))
-            continue
-        out.paired.pairs.append(Pair(latency_id=latency_id, baseline_us=float(b_val), compare_us=float(c_val),
-                                     metric=use, baseline_record=b_rec, compare_record=c_rec))
+        who, file = ("baseline", baseline_file) if side == "baseline" else (round_name, round_file)
+        return refuse(f"missing {field_name} for {latency_id} in {who} perf data",
+                      Problem(file, f"has no {field_name} for {latency_id}; {round_name} cannot be "
+                              f"compared on the {use} metric (try -m "
+                              f"{'total-op' if use == 'kernel' else 'kernel'})", severity="warning"))
     if not out.paired.pairs:
         out.paired.errors.append("no case with positive times on both sides")
     return out
@@ -592,10 +662,23 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
             metric=metric_for_round(metric, view.state.effective_metric_source if view.state else None),
             records=LazyRecords(view), vs_baseline=result.comparison if result is not None else None,
             records_key=_records_key(view),
-            judged=summary.judged if summary is not None else None))
+            judged=summary.judged if summary is not None else None,
+            values=functools.partial(view_values, view)))
     return promote(candidates, base_records, noise_margin=noise_margin,
                    memo=memo.promotion if memo is not None else None,
                    previous=previous.promotion if previous is not None else None)
+
+
+def view_values(view: RoundView) -> CaseValues | None:
+    """Round ``view``'s compact case values (RoundView.values), decoded from their stored form on
+    first use (a load keeps the text; most rounds are never compared from their values)."""
+    found = view.values
+    if isinstance(found, list):
+        from helix_engine.workspace.round_cache import values_in
+
+        found = values_in(found)
+        view.values = found  # the same values for the old snapshot that shares the view
+    return found if isinstance(found, CaseValues) else None
 
 
 def _records_key(view: RoundView) -> list[Any] | None:

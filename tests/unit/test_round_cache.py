@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from helix_engine.perf import paired
+from helix_engine.perf import evaluation, paired
 from helix_engine.status import collect, render
-from helix_engine.workspace import reading, records, round_cache
+from helix_engine.workspace import reading, records, round_cache, status_rules
 from helix_engine.workspace.models import PerfRecord
 from helix_engine.workspace.snapshot import load_workspace, reload
 from tests.builders import Case, RoundSpec, build_workspace
@@ -77,7 +77,7 @@ def test_cached_and_uncached_status_json_are_byte_identical(tmp_path: Path, perf
 
 
 def test_a_same_bytes_rewrite_of_the_best_round_judges_no_later_round_again(
-        tmp_path: Path, perf_reads: list[Path]) -> None:
+        tmp_path: Path, perf_reads: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """Judgements against a best round are keyed by its records' content, not its file's
     identity: rewriting round 2 (the best round 3 is compared with) with the same bytes reads
     round 2 again and no later round, in a fresh status and in a reload alike."""
@@ -98,12 +98,18 @@ def test_a_same_bytes_rewrite_of_the_best_round_judges_no_later_round_again(
     again = reload(snap, [best])
     assert perf_reads == [best]
     assert again.rounds[3].promotion == snap.rounds[3].promotion
-    changed = best.read_text().replace("9.0", "9.5")  # other records: round 3 is judged again
-    best.write_text(changed)
+    changed = best.read_text().replace("9.0", "9.5")  # other records: round 3 is judged again,
+    best.write_text(changed)  # from its compact values (its point vs round 2 cannot pass): no read
     records.forget()
     perf_reads.clear()
-    reload(snap, [best])
-    assert ws / "opt-round-3" / "opt_add_perf.txt" in perf_reads
+    compared: list[Any] = []
+    original = evaluation.compare_values
+    monkeypatch.setattr(evaluation, "compare_values", lambda *args: compared.append(args) or original(*args))
+    after = reload(snap, [best])
+    assert status_rules.view_values(snap.rounds[3]) in [args[1] for args in compared]
+    assert ws / "opt-round-3" / "opt_add_perf.txt" not in perf_reads
+    fresh = load_workspace(ws)
+    assert after.rounds[3].promotion == fresh.rounds[3].promotion != snap.rounds[3].promotion
 
 
 def _entry(data: dict[str, Any], n: int) -> dict[str, Any]:
