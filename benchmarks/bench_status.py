@@ -1,18 +1,26 @@
 """`helix status --json` against the upstream tool, measured side by side in the same run.
 
 Workspaces of 10, 200, 1000 and 2000 rounds (20 cases a round) are generated
-(`tests.builders.generate_large_workspace`). The upstream tool is installed from its tarball
-into its own virtual environment (`_peer.upstream_helix`) and runs ``helix status -i WS
---format json`` (it has no ``--json``); helix runs ``helix status WS --json`` (the console
-script beside this interpreter). Each command is a fresh process measured from outside
-(`_measure.run`: wall time, CPU time, peak RSS by GNU time), the two sides interleaved
-(helix, upstream, helix, upstream …) ``REPEATS`` times per size; figures are medians with
-min–max. Both outputs must be JSON naming the same best round.
+(`tests.builders.generate_large_workspace`). Each tool runs from its own virtual environment,
+as a user installs it (`_peer`): the upstream tool from its tarball runs ``helix status -i WS
+--format json`` (it has no ``--json``); helix, a non-editable ``pip install`` of this checkout
+(`_peer.helix_venv`), runs ``helix status WS --json``. Helix is also run by the console script
+beside this interpreter (its editable install, and whatever ``.pth`` files this interpreter's
+site-packages runs at start: on the sandbox that wrote this, a certificate hook importing
+certifi), shown as a second row of the goal's figure. Every tree measured holds its compiled
+bytecode (``PYTHONDONTWRITEBYTECODE`` would otherwise make each process compile the sources).
+Each command is a fresh process measured from outside (`_measure.run`: wall time, CPU time,
+peak RSS by GNU time), the sides interleaved (helix, upstream, helix, upstream …) ``REPEATS``
+times per size; figures are medians with min–max. Both outputs must be JSON naming the same
+best round.
 
-Rows: wall time and peak RSS per size (ratio helix / upstream), cost per round (the slope of
-the median wall time between consecutive sizes), the imports alone (fresh processes), and
-``reload`` after one perf file at 1000 rounds vs a full ``load_workspace`` (in process).
-The box is shared and small: figures are noisy; each note gives the load average.
+Rows: wall time and peak RSS per size on an unchanged workspace (helix prints its stored
+output) and after one round's perf file is rewritten or its records change (computed: issue
+12 goal 1's figure; those runs are interleaved with upstream's too), ratio helix / upstream;
+cost per round (the slope of the median wall time between consecutive sizes), the imports
+alone (fresh processes), and ``reload`` after one perf file at 1000 rounds vs a full
+``load_workspace`` (in process). The box is shared and small: figures are noisy; each note
+gives the load average.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import itertools
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,10 +61,17 @@ def _sizes() -> tuple[int, ...]:
     return tuple(int(x) for x in given.split(",") if x.strip()) or SIZES
 
 
-def helix_status_argv(ws: Path) -> list[str]:
-    script = _measure.which_python_script("helix", sys.executable)
-    head = [script] if script else [sys.executable, "-m", "helix_engine"]
+def helix_status_argv(ws: Path, script: Path | None = None) -> list[str]:
+    """``helix status WS --json`` by ``script`` (default: the console script beside this interpreter)."""
+    found = str(script) if script else _measure.which_python_script("helix", sys.executable)
+    head = [found] if found else [sys.executable, "-m", "helix_engine"]
     return [*head, "status", str(ws), "--json"]
+
+
+def compile_checkout() -> None:
+    """Bytecode for this checkout's packages, which the base interpreter's editable install imports."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "helix_engine", "helix_tui"], cwd=REPO,
+                   capture_output=True, check=True)
 
 
 def _best_round(stdout: str) -> str | None:
@@ -64,23 +80,32 @@ def _best_round(stdout: str) -> str | None:
     return ops[0].get("best_round")
 
 
-def measure_size(ws: Path, upstream: Path, repeats: int) -> dict[str, Any]:
-    """Interleaved fresh-process runs of both tools on one workspace."""
+def measure_size(ws: Path, upstream: Path, repeats: int, helix: Path | None = None) -> dict[str, Any]:
+    """Interleaved fresh-process runs of both tools on one workspace: ``helix`` is helix's own venv's
+    console script (None: the one beside this interpreter, and no second row)."""
+    argv = {"helix": helix_status_argv(ws, helix), "upstream": [str(upstream), "status", "-i", str(ws), "--format", "json"],
+            "base": helix_status_argv(ws)}
+    if helix is None:
+        del argv["base"]
     sides: dict[str, list[_measure.Run]] = {"helix": [], "upstream": []}
-    argv = {"helix": helix_status_argv(ws), "upstream": [str(upstream), "status", "-i", str(ws), "--format", "json"]}
     cold = _measure.run(argv["helix"], cwd=ws.parent)  # the first helix run: no .helix/cache/rounds.json yet
-    for command in argv.values():  # warm-up: page cache and .pyc files, not counted
+    for command in argv.values():  # warm-up: page cache, not counted
         _measure.run(command, cwd=ws.parent)
     for _ in range(repeats):
         for name, runs in sides.items():
             runs.append(_measure.run(argv[name], cwd=ws.parent))
     best = {name: _best_round(runs[-1].stdout) for name, runs in sides.items()}
-    changed = []  # helix after one round's perf file is rewritten (same bytes, new identity)
+    load = _measure.load_average()
+    # computed: helix after one round's perf file is rewritten (same bytes, new identity), each helix
+    # run right after its own rewrite, interleaved with upstream's
+    computed: dict[str, list[_measure.Run]] = {name: [] for name in argv}
     rounds = sorted(int(p.name.split("-")[-1]) for p in ws.glob("opt-round-*"))
     perf = next((ws / f"opt-round-{rounds[len(rounds) // 2]}").glob("*_perf.txt"))
-    for _ in range(min(repeats, 3)):
-        perf.write_bytes(perf.read_bytes())
-        changed.append(_measure.run(argv["helix"], cwd=ws.parent))
+    for _ in range(repeats):
+        for name, runs in computed.items():
+            if name != "upstream":
+                perf.write_bytes(perf.read_bytes())
+            runs.append(_measure.run(argv[name], cwd=ws.parent))
     records = []  # helix after that file's records change (one case's time, alternately): judged again
     original = perf.read_bytes()
     for i in range(min(repeats, 3)):
@@ -88,8 +113,9 @@ def measure_size(ws: Path, upstream: Path, repeats: int) -> dict[str, Any]:
                                           else b'"kernel_avg_time_us":2', 1))
         records.append(_measure.run(argv["helix"], cwd=ws.parent))
     perf.write_bytes(original)
-    return {"runs": sides, "best": best, "argv": argv, "load": _measure.load_average(), "cold": cold,
-            "changed": changed, "records": records}
+    return {"runs": sides, "best": best, "argv": argv, "load": load, "cold": cold,
+            "changed": computed["helix"], "upstream_computed": computed["upstream"], "base": computed.get("base", []),
+            "records": records, "computed_load": _measure.load_average()}
 
 
 def _median(runs: list[_measure.Run], attr: str) -> float:
@@ -105,6 +131,7 @@ def size_rows(size: int, got: dict[str, Any]) -> list[dict[str, Any]]:
               f"per-round summaries, .helix/cache/rounds.json; its first run before that: {cold.wall_s:.3f} s, "
               f"{cold.peak_mib:.1f} MiB); {got['load']}; peak RSS by {helix[0].method}; {agree}")
     wall_h, wall_u = _median(helix, "wall_s"), _median(upstream, "wall_s")
+    wall_c = _median(got["upstream_computed"], "wall_s")
     rss_h, rss_u = _median(helix, "peak_mib"), _median(upstream, "peak_mib")
     cpu = ""
     if helix[0].cpu_s is not None:
@@ -120,24 +147,48 @@ def size_rows(size: int, got: dict[str, Any]) -> list[dict[str, Any]]:
          "output): peak RSS", "value": round(rss_h, 1),
          "unit": "MiB", "compare_to": f"upstream, same run: {_measure.spread([r.peak_mib for r in upstream])} MiB",
          "ratio": round(rss_h / rss_u, 3), "note": f"helix {_measure.spread([r.peak_mib for r in helix])} MiB; {common}"},
-        {"benchmark": "status", "figure": f"helix status --json, {size} rounds, after one round's perf file is "
-         "rewritten (computed; issue 12 goal 1's figure): wall",
-         "value": round(_median(got["changed"], "wall_s"), 3), "unit": "s",
-         "compare_to": f"upstream's median above: {wall_u:.3f} s", "ratio": round(_median(got["changed"], "wall_s") / wall_u, 3),
-         "note": f"helix {_measure.spread([r.wall_s for r in got['changed']])} s, peak RSS "
-                 f"{_measure.spread([r.peak_mib for r in got['changed']])} MiB: the middle round's perf file rewritten "
-                 "with the same bytes before each run, so the stored output (.helix/cache/status.json) is not used and "
-                 "that file is read again (its records are the same, so its summary and every judgement come from "
-                 f".helix/cache/rounds.json, keyed by the records' content); {got['load']}"},
+        *computed_rows(size, got),
         {"benchmark": "status", "figure": f"helix status --json, {size} rounds, after one round's perf records "
          "change (computed, that round judged again): wall",
          "value": round(_median(got["records"], "wall_s"), 3), "unit": "s",
-         "compare_to": f"upstream's median above: {wall_u:.3f} s", "ratio": round(_median(got["records"], "wall_s") / wall_u, 3),
+         "compare_to": f"upstream's computed-run median: {wall_c:.3f} s",
+         "ratio": round(_median(got["records"], "wall_s") / wall_c, 3),
          "note": f"helix {_measure.spread([r.wall_s for r in got['records']])} s, peak RSS "
                  f"{_measure.spread([r.peak_mib for r in got['records']])} MiB: the middle round's first case time "
                  "given another leading digit before each run (alternately), so that round is compared again and so "
                  f"is every later round judged against it when it is a best; {got['load']}"},
     ]
+
+
+def computed_rows(size: int, got: dict[str, Any]) -> list[dict[str, Any]]:
+    """Goal 1's figure: helix after one round's perf file is rewritten, from its own venv and (a
+    second row) from this interpreter, against upstream's runs interleaved with them."""
+    upstream = got["upstream_computed"]
+    wall_u, rss_u = _median(upstream, "wall_s"), _median(upstream, "peak_mib")
+    how = ("the middle round's perf file rewritten with the same bytes before each helix run, so the stored output "
+           "(.helix/cache/status.json) is not used and that file is read again (its records are the same, so its "
+           "summary and every judgement come from .helix/cache/rounds.json, keyed by the records' content); "
+           f"{len(upstream)} runs of each, interleaved; upstream {_measure.spread([r.wall_s for r in upstream])} s, "
+           f"{_measure.spread([r.peak_mib for r in upstream])} MiB; {got['computed_load']}")
+    rows = []
+    for key, who in (("changed", "helix's own venv (non-editable install)"),
+                     ("base", f"the console script beside {sys.executable} (editable install, this site's .pth files)")):
+        runs = got[key]
+        if not runs:
+            continue
+        wall, rss = _median(runs, "wall_s"), _median(runs, "peak_mib")
+        label = "" if key == "changed" else ", base interpreter"
+        rows += [
+            {"benchmark": "status", "figure": f"helix status --json, {size} rounds, after one round's perf file is "
+             f"rewritten (computed; issue 12 goal 1's figure){label}: wall", "value": round(wall, 3), "unit": "s",
+             "compare_to": f"upstream, interleaved: {wall_u:.3f} s", "ratio": round(wall / wall_u, 3),
+             "note": f"{who}: helix {_measure.spread([r.wall_s for r in runs])} s; {how}"},
+            {"benchmark": "status", "figure": f"helix status --json, {size} rounds, after one round's perf file is "
+             f"rewritten (computed){label}: peak RSS", "value": round(rss, 1), "unit": "MiB",
+             "compare_to": f"upstream, interleaved: {rss_u:.1f} MiB", "ratio": round(rss / rss_u, 3),
+             "note": f"{who}: helix {_measure.spread([r.peak_mib for r in runs])} MiB; {how}"},
+        ]
+    return rows
 
 
 def cost_rows(results: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -146,14 +197,15 @@ def cost_rows(results: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     output), each against upstream."""
     rows = []
     sizes = sorted(results)
-    for series, label in (("changed", "after one round's perf file is rewritten (computed)"),
-                          ("helix", "unchanged workspace (the stored output)")):
+    for series, peer, label in (("changed", "upstream_computed", "after one round's perf file is rewritten (computed)"),
+                                ("helix", "upstream", "unchanged workspace (the stored output)")):
         for low, high in itertools.pairwise(sizes):
             def wall(size: int, side: str) -> float:
-                runs = results[size]["changed"] if side == "changed" else results[size]["runs"][side]
+                runs = results[size][side] if side in ("changed", "upstream_computed") else results[size]["runs"][side]
                 return _median(runs, "wall_s")
 
-            slope = {side: (wall(high, side) - wall(low, side)) / (high - low) * 1000 for side in (series, "upstream")}
+            slope = {side: (wall(high, side) - wall(low, side)) / (high - low) * 1000 for side in (series, peer)}
+            slope["upstream"] = slope[peer]
             rows.append({"benchmark": "status", "figure": f"status cost per round, {low} → {high} rounds, {label}",
                          "value": round(slope[series], 3), "unit": "ms/round",
                          "compare_to": f"upstream, same run: {slope['upstream']:.3f} ms/round",
@@ -162,9 +214,13 @@ def cost_rows(results: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def import_row(upstream: Path, repeats: int = 5) -> dict[str, Any]:
-    """The imports a `status` pays, fresh processes, interleaved."""
-    helix_argv = [sys.executable, "-c", "import helix_engine.cli as c; c.build_parser(); import helix_engine.status"]
+IMPORTS = "import helix_engine.cli, helix_engine.commands.status, helix_engine.status"
+
+
+def import_row(upstream: Path, helix: Path | None = None, repeats: int = 5) -> dict[str, Any]:
+    """The imports a computed `status` pays (it builds no full parser), fresh processes, interleaved;
+    each tool's own venv (``helix``: its console script; None: this interpreter)."""
+    helix_argv = [str(helix.parent / "python") if helix else sys.executable, "-c", IMPORTS]
     peer_python = str(upstream.parent / "python")
     peer_argv = [peer_python, "-c", "import helix.cli"]
     runs: dict[str, list[float]] = {"helix": [], "upstream": []}
@@ -176,7 +232,7 @@ def import_row(upstream: Path, repeats: int = 5) -> dict[str, Any]:
             "value": round(h, 3), "unit": "s",
             "compare_to": f"upstream `import helix.cli`, same run: {_measure.spread(runs['upstream'])} s",
             "ratio": round(h / u, 3),
-            "note": f"helix `import helix_engine.cli; build_parser(); import helix_engine.status` "
+            "note": f"helix `{IMPORTS}` "
                     f"{_measure.spread(runs['helix'])} s; {_measure.load_average()}"}
 
 
@@ -218,6 +274,8 @@ def run() -> list[dict]:
     from tests.builders import generate_large_workspace
 
     upstream = _peer.upstream_helix()
+    helix = _peer.helix_venv()
+    compile_checkout()
     rows: list[dict] = []
     results: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="helix-bench-status-") as tmp:
@@ -229,14 +287,15 @@ def run() -> list[dict]:
         time.sleep(RECENT_S + 0.5)
         for size, ws in spaces.items():
             print(f"  status: {size} rounds …", file=sys.stderr, flush=True)
-            results[size] = measure_size(ws, upstream, _repeats(size))
+            results[size] = measure_size(ws, upstream, _repeats(size), helix)
             rows += size_rows(size, results[size])
         rows += cost_rows(results)
-        rows.append(import_row(upstream))
+        rows.append(import_row(upstream, helix))
         if RELOAD_ROUNDS in spaces:
             rows.append(reload_row(spaces[RELOAD_ROUNDS]))
-    how = ("commands: `helix status WS --json` (the console script beside the interpreter) and "
-           "`benchmarks/.peer-venv/venv/bin/helix status -i WS --format json`")
+    how = ("commands: `benchmarks/.helix-venv/venv/bin/helix status WS --json` (the base-interpreter rows: "
+           "the console script beside the interpreter) and `benchmarks/.peer-venv/venv/bin/helix status -i WS "
+           "--format json`")
     for row in rows:
         if "wall" in row["figure"] or "peak RSS" in row["figure"]:
             row["note"] = f"{row['note']}; {how}"
