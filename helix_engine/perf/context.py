@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
-import socket
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -65,6 +62,9 @@ def _cuda_identity() -> tuple[str | None, str | None]:
 
 def _smi_clocks(uuid: str | None) -> tuple[float | None, float | None]:
     """(SM, memory) clocks in MHz from nvidia-smi, else torch.cuda.clock_rate for the SM."""
+    import shutil  # here and in start: job children only (~10 ms of every `helix status` at import)
+    import subprocess
+
     smi = shutil.which("nvidia-smi")
     if smi is not None:
         cmd = [smi, "--query-gpu=clocks.sm,clocks.mem", "--format=csv,noheader,nounits"]
@@ -96,6 +96,8 @@ class ContextProbe:
     def start(cls, backend: Any) -> ContextProbe:
         name = str(getattr(backend, "name", "") or "")
         probe = cls(backend=name)
+        import socket
+
         with contextlib.suppress(Exception):
             probe.host = socket.gethostname()
         if name == "cuda":

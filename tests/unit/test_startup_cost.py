@@ -76,3 +76,5 @@ def test_status_builds_only_the_models_it_validates(tmp_path: Path) -> None:
               "helix_engine.eval.backends.BackendReport"}
     assert not built & unused
     assert set(found["deferred"]) & unused  # some were imported, and stayed unbuilt
+    # what only job children (subprocess: nvidia-smi) and intervals (statistics) use is imported there
+    assert not {"subprocess", "statistics"} & set(found["modules"])
