@@ -91,6 +91,21 @@ class CaseValues:
     total: tuple[float | None, ...]
     bench_mode: str | None
 
+    @functools.cached_property
+    def kernel_ok(self) -> bool:
+        """Every kernel average present, a float, and one ``time_rule`` accepts: the pairing
+        (status_rules.pair_values) then takes the column whole instead of case by case."""
+        return _column_ok(self.kernel)
+
+    @functools.cached_property
+    def total_ok(self) -> bool:
+        """``kernel_ok`` for the total-op averages."""
+        return _column_ok(self.total)
+
+
+def _column_ok(column: tuple[float | None, ...]) -> bool:
+    return all(type(v) is float and time_rule(v) is None for v in column)
+
 
 # -------------------------------------------------------------------------- time validity
 

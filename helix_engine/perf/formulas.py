@@ -6,7 +6,9 @@ status, the ledger writer, the cockpit.
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections.abc import Sequence
 
 
@@ -14,9 +16,16 @@ def valid_time(value: float) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
 
 
+def _all_valid(values: list[float]) -> bool:
+    """``valid_time`` of every value, a check at a time over all of them (the promotion rule
+    takes ~450 geomeans of 20 cases when a mid round becomes the best, issue 12)."""
+    return (all(map(isinstance, values, itertools.repeat((int, float))))
+            and all(map(math.isfinite, values)) and (not values or min(values) > 0))
+
+
 def avg_improvement_pct(pairs: Sequence[tuple[float, float]]) -> float | None:
     """mean((b−c)/b)·100 over (baseline, compare) pairs; None if empty or any value ≤0/NaN."""
-    if not pairs or not all(valid_time(b) and valid_time(c) for b, c in pairs):
+    if not pairs or not _all_valid([v for pair in pairs for v in pair]):
         return None
     improvements = [(b - c) / b for b, c in pairs]
     return sum(improvements) / len(improvements) * 100.0
@@ -24,9 +33,12 @@ def avg_improvement_pct(pairs: Sequence[tuple[float, float]]) -> float | None:
 
 def geomean_speedup(pairs: Sequence[tuple[float, float]]) -> float | None:
     """exp(mean(ln(b/c))) over (baseline, compare) pairs; None if empty or any value ≤0/NaN."""
-    if not pairs or not all(valid_time(b) and valid_time(c) for b, c in pairs):
+    if not pairs:
         return None
-    return math.exp(sum(math.log(b / c) for b, c in pairs) / len(pairs))
+    bs, cs = zip(*pairs)
+    if not _all_valid([*bs, *cs]):
+        return None
+    return math.exp(sum(map(math.log, map(operator.truediv, bs, cs))) / len(pairs))
 
 
 def delta_pct(baseline: float, compare: float) -> float:

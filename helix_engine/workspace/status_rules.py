@@ -10,7 +10,9 @@ Problem that says what to do, for the UI and ``problems``.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import operator
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -173,6 +175,15 @@ def pair_values(base: CaseValues, cand: CaseValues, metric: str) -> ValuePairs:
             out.refusal = ("missing", missing)
             return out
     b_kernel, b_total, c_kernel, c_total = base.kernel, base.total, cand.kernel, cand.total
+    if where is None:  # the same cases: a column both sides hold whole and valid pairs at once
+        whole: Metric = "kernel" if metric == "kernel" or (metric == "auto" and base.kernel_ok and cand.kernel_ok) \
+            else "total-op"
+        b_col, c_col = (b_kernel, c_kernel) if whole == "kernel" else (b_total, c_total)
+        if (metric != "auto" or whole == "kernel") and \
+                (base.kernel_ok and cand.kernel_ok if whole == "kernel" else base.total_ok and cand.total_ok) \
+                and all(map(math.isfinite, map(operator.truediv, b_col, c_col))):  # pair_problem: none
+            out.pairs = list(zip(base.ids, itertools.repeat(whole), b_col, c_col))  # type: ignore[arg-type]
+            return out
     for i, lid in enumerate(base.ids):
         j = i if where is None else where[lid]
         use: Metric
