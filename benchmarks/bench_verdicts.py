@@ -221,6 +221,108 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _spread(values: list[float]) -> str:
+    ordered = sorted(values)
+    return f"{ordered[len(ordered) // 2]:.2f} ({ordered[0]:.2f}–{ordered[-1]:.2f}, n={len(ordered)})"
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if len(ordered) % 2 else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
+
+
+def _probe_section(paths: dict[str, Path], ws: Path, mode: str, backend: str, prof: dict[str, Any], repeats: int,
+                   machine: str, rows: list[dict[str, Any]], details: dict[str, Any]) -> None:
+    """(c): canonical run-bench of both sides (two cold jobs, as upstream), the adaptive probe in a
+    fresh process ("cold") and in the warm worker's fork ("warm", eval/warm.py: started once before,
+    as `helix worker start` is once per session; its start is reported, not counted), and the
+    paired probe both ways; interleaved ``repeats`` times, medians with min–max."""
+    from helix_engine.eval import warm
+    from helix_engine.eval.bench import run_bench
+    from helix_engine.eval.probe import classify, probe_bench, probe_speedups
+    from helix_engine.perf.artifact import read_perf
+    from helix_engine.perf.filecompare import compare_perf_files
+
+    truth = "likely_gain"  # the reference does 1.5x the work
+    log("(c) starting the warm worker")
+    t0 = time.monotonic()
+    info = warm.start(ws, backend)
+    details["warm_worker_start_s"] = round(time.monotonic() - t0, 2)
+    series: dict[str, list[float]] = {k: [] for k in ("canonical", "adaptive cold", "adaptive warm", "paired cold",
+                                                       "paired warm")}
+    ready: dict[str, list[float]] = {"adaptive cold": [], "adaptive warm": []}
+    labels: dict[str, list[str | None]] = {k: [] for k in series}
+    runs: list[dict[str, Any]] = []
+    try:
+        for i in range(repeats):
+            log(f"(c) round {i + 1}/{repeats}: canonical run-bench of both sides")
+            t0 = time.monotonic()
+            ref_out = run_bench(paths["more50"], paths["bench"], mode, output=ws / "c_ref_perf.txt", backend=backend)
+            cand_out = run_bench(paths["candidate"], paths["bench"], mode, output=ws / "c_cand_perf.txt",
+                                 backend=backend)
+            series["canonical"].append(time.monotonic() - t0)
+            comps = compare_perf_files(ws / "c_ref_perf.txt", ws / "c_cand_perf.txt",
+                                       read_perf(ws / "c_ref_perf.txt")[0], read_perf(ws / "c_cand_perf.txt")[0],
+                                       with_ci=False)
+            labels["canonical"].append(classify(probe_speedups(comps[0])).label)
+            entry: dict[str, Any] = {"canonical_s": series["canonical"][-1], "canonical_rc": [ref_out.exit_code,
+                                                                                                 cand_out.exit_code],
+                                     "canonical_label_median": labels["canonical"][-1],
+                                     "canonical_label_mean": classify([c.speedup for c in comps[0].cases]).label}
+            for how, is_warm in (("cold", False), ("warm", True)):
+                log(f"(c) probe-bench --adaptive ({how})")
+                probe = probe_bench(paths["candidate"], paths["more50"], bench_file=paths["bench"], bench_mode=mode,
+                                    backend=backend, adaptive=True, budget_s=prof["budget_s"], warm=is_warm)
+                if is_warm and probe.worker != "warm":
+                    raise RuntimeError(f"the warm probe ran cold: {probe.worker_note}")
+                took = probe.time_to_verdict_s if probe.time_to_verdict_s is not None else (probe.elapsed_s or math.nan)
+                series[f"adaptive {how}"].append(took)
+                if probe.ready_s is not None:
+                    ready[f"adaptive {how}"].append(probe.ready_s)
+                labels[f"adaptive {how}"].append(probe.classification)
+                entry[f"adaptive_{how}"] = probe.to_json()
+                log(f"(c) probe-bench, paired, one job ({how})")
+                t0 = time.monotonic()
+                quick = probe_bench(paths["candidate"], paths["more50"], bench_file=paths["bench"], bench_mode=mode,
+                                    backend=backend, warm=is_warm)
+                series[f"paired {how}"].append(time.monotonic() - t0)
+                labels[f"paired {how}"].append(quick.classification)
+                entry[f"paired_{how}"] = quick.to_json()
+            runs.append(entry)
+    finally:
+        warm.stop(ws, backend)
+    details["probe"] = {"runs": runs, "series": series, "ready": ready, "labels": labels,
+                        "worker": {k: v for k, v in info.items() if k != "fingerprint"}}
+    canonical = _median(series["canonical"])
+    for key in ("adaptive warm", "adaptive cold", "paired warm", "paired cold"):
+        values, got = series[key], labels[key]
+        agree = sum(1 for label in got if label == truth)
+        startup = f"; start-up {_spread(ready[key])} s" if ready.get(key) else ""
+        what = ("--adaptive time to a settled verdict" if key.startswith("adaptive") else "(paired, one job) wall time")
+        worker = ("in the warm worker's fork (started once before, in "
+                  f"{details['warm_worker_start_s']:.1f} s, not counted)" if key.endswith("warm")
+                  else "in a fresh process")
+        rows.append(row(f"verdicts: probe-bench {what}, {key.split()[1]}", _median(values), "s",
+                        f"canonical run-bench of both sides ({_spread(series['canonical'])} s)",
+                        _median(values) / canonical, machine,
+                        f"goal <= 0.333; {worker}; {_spread(values)} s{startup}; {agree} of {len(got)} runs "
+                        f"classified {truth} (the truth: the reference does 1.5x the work); canonical compare-perf "
+                        f"by ratio of medians: {', '.join(str(x) for x in labels['canonical'])}; interleaved "
+                        f"canonical, cold, warm x {len(values)}; {mode}; wall time incl. job start"))
+
+
+def _finish(args: argparse.Namespace, rows: list[dict[str, Any]], details: dict[str, Any], started: float) -> int:
+    details["total_s"] = time.monotonic() - started
+    out_dir = args.out
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "bench_verdicts.json").write_text(json.dumps({"rows": rows, "details": details}, indent=1, default=str)
+                                                 + "\n", encoding="utf-8")
+    (out_dir / "bench_verdicts.md").write_text(markdown(rows), encoding="utf-8")
+    print(markdown(rows))
+    log(f"done in {details['total_s']:.0f} s; wrote {out_dir / 'bench_verdicts.json'} and bench_verdicts.md")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", choices=("cpu", "cuda"), default="cpu")
@@ -229,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bench-mode", help="override the profile's bench mode (cpu: perf-counter, "
                         "cuda: device-event)")
     parser.add_argument("--runs", type=int, help="runs per figure (each a job of 10 cases)")
+    parser.add_argument("--only-probe", action="store_true", help="calibrate, then figure (c) only")
+    parser.add_argument("--probe-repeats", type=int, default=3,
+                        help="figure (c): rounds of canonical, cold probe, warm probe, interleaved (default 3)")
     args = parser.parse_args(argv)
     backend = args.backend
     os.environ["HELIX_BACKEND"] = backend
@@ -237,9 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.runs or (prof["quick_runs"] if args.quick else prof["runs"])
     machine = f"{backend}: {platform.node()} ({os.cpu_count()} cores)"
     started = time.monotonic()
-    from helix_engine.eval.bench import run_bench
     from helix_engine.eval.calibrate import calibrate
-    from helix_engine.eval.probe import classify, probe_bench
     from helix_engine.perf.calibration import margins_for
     from helix_engine.perf.margins import NoiseMargins
 
@@ -259,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
         default, calibrated = NoiseMargins(), None
 
         # (a) A/A and (b) a real 5% change ----------------------------------------------------
+        if args.only_probe:
+            _probe_section(paths, ws, mode, backend, prof, args.probe_repeats, machine, rows, details)
+            return _finish(args, rows, details, started)
         from helix_engine.perf.artifact import read_perf
 
         figures = {"aa": ("aa", "baseline", {"faster", "slower"}, "bench", runs),
@@ -317,63 +423,8 @@ def main(argv: list[str] | None = None) -> int:
                                     f"work (median measured ratio of means {median_point:.3f}x); {mode}"))
 
         # (c) probe time to a settled verdict ----------------------------------------------
-        log("(c) canonical run-bench of both sides (two unpaired jobs)")
-        t0 = time.monotonic()
-        ref_out = run_bench(paths["more50"], paths["bench"], mode, output=ws / "c_ref_perf.txt", backend=backend)
-        cand_out = run_bench(paths["candidate"], paths["bench"], mode, output=ws / "c_cand_perf.txt", backend=backend)
-        canonical_s = time.monotonic() - t0
-        from helix_engine.eval.probe import probe_speedups
-        from helix_engine.perf.filecompare import compare_perf_files
-
-        comps = compare_perf_files(ws / "c_ref_perf.txt", ws / "c_cand_perf.txt", read_perf(ws / "c_ref_perf.txt")[0],
-                                   read_perf(ws / "c_cand_perf.txt")[0], with_ci=False)
-        canonical_label = classify([c.speedup for c in comps[0].cases]).label  # upstream: ratio of means
-        canonical_median_label = classify(probe_speedups(comps[0])).label
-        truth = "likely_gain"  # the reference does 1.5x the work
-        log("(c) probe-bench --adaptive")
-        probe = probe_bench(paths["candidate"], paths["more50"], bench_file=paths["bench"], bench_mode=mode,
-                            backend=backend, adaptive=True, budget_s=prof["budget_s"])
-        probe_s = probe.time_to_verdict_s if probe.time_to_verdict_s is not None else (probe.elapsed_s or float("nan"))
-        log("(c) probe-bench (paired, one job)")
-        t0 = time.monotonic()
-        quick_probe = probe_bench(paths["candidate"], paths["more50"], bench_file=paths["bench"], bench_mode=mode,
-                                  backend=backend)
-        quick_probe_s = time.monotonic() - t0
-        details["probe"] = {"canonical_s": canonical_s, "canonical_label": canonical_label,
-                            "canonical_median_label": canonical_median_label, "truth": truth,
-                            "canonical_speedups_mean": [c.speedup for c in comps[0].cases],
-                            "canonical_speedups_median": probe_speedups(comps[0]),
-                            "canonical_rc": [ref_out.exit_code, cand_out.exit_code],
-                            "adaptive": probe.to_json(), "paired_probe_s": quick_probe_s,
-                            "paired_probe_label": quick_probe.classification,
-                            "paired_probe": quick_probe.to_json()}
-
-        def against(label: str | None) -> str:
-            return (f"{'matches' if label == truth else 'MISSES'} the truth ({truth}); canonical compare-perf: "
-                    f"{canonical_label} by ratio of means, {canonical_median_label} by ratio of medians")
-
-        settled = f"settled {probe.decision}" if probe.stable else "not settled (budget ended)"
-        ready = f"start-up {probe.ready_s:.2f} s" if probe.ready_s is not None else "start-up unknown"
-        rows.append(row("verdicts: probe-bench --adaptive time to a settled verdict", probe_s, "s",
-                        f"canonical run-bench of both sides ({canonical_s:.1f} s)", probe_s / canonical_s, machine,
-                        f"goal <= 0.333; {settled} after {len(probe.batches)} look(s) "
-                        f"({probe.batches[-1].get('blocks') if probe.batches else 0} paired blocks per case), "
-                        f"{ready}, command returned after {probe.elapsed_s or float('nan'):.2f} s; "
-                        f"probe {probe.classification} {against(probe.classification)}; {mode}; wall time incl. "
-                        "job start"))
-        rows.append(row("verdicts: probe-bench (paired, one job) wall time", quick_probe_s, "s",
-                        f"canonical run-bench of both sides ({canonical_s:.1f} s)", quick_probe_s / canonical_s,
-                        machine, f"classification {quick_probe.classification} (ratio of medians) "
-                        f"{against(quick_probe.classification)}; {mode}"))
-    details["total_s"] = time.monotonic() - started
-    out_dir = args.out
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "bench_verdicts.json").write_text(json.dumps({"rows": rows, "details": details}, indent=1, default=str)
-                                                 + "\n", encoding="utf-8")
-    (out_dir / "bench_verdicts.md").write_text(markdown(rows), encoding="utf-8")
-    print(markdown(rows))
-    log(f"done in {details['total_s']:.0f} s; wrote {out_dir / 'bench_verdicts.json'} and bench_verdicts.md")
-    return 0
+        _probe_section(paths, ws, mode, backend, prof, args.probe_repeats, machine, rows, details)
+    return _finish(args, rows, details, started)
 
 
 if __name__ == "__main__":

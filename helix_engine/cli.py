@@ -36,6 +36,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helix_engine.commands.compiler_source",
     "helix_engine.commands.demo",
     "helix_engine.commands.agent",
+    "helix_engine.commands.worker",
 )
 
 

@@ -172,6 +172,23 @@ def spawn_call(workspace: Path, argv: list[str]) -> EngineCall:
     return call
 
 
+def warm_worker_call(workspace: Path) -> EngineCall:
+    """Stop the workspace's warm worker when one runs, else start one and wait until it answers
+    (helix worker start|stop: eval/warm.py)."""
+    def call() -> tuple[dict[str, Any], int]:
+        from helix_engine.eval import warm
+
+        stopped = warm.stop(workspace, None)
+        if stopped is not None:
+            return {"sentence": f"stopped the warm worker (pid {stopped.get('pid')}, "
+                                f"{stopped.get('served', 0)} probe(s) served)"}, 0
+        info = warm.start(workspace, None)
+        return {"sentence": f"warm worker pid {info.get('pid')} ready ({info.get('backend')}): probes (p) run in "
+                            "its fork; w again stops it"}, 0
+
+    return call
+
+
 def prepare_baseline_argv(snap: WorkspaceSnapshot) -> list[str]:
     """`helix prepare-baseline` for this workspace (it runs its own test and bench jobs)."""
     if snap.operator_file is None:

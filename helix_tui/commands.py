@@ -61,6 +61,7 @@ ACTIONS: tuple[CockpitAction, ...] = (
     CockpitAction("C", "cluster", "Cluster", "The Ray cluster the cockpit's jobs go to (helix tui --cluster, or HELIX_CLUSTER): nodes, devices free and busy, helix jobs running where (helix cluster status)"),
     CockpitAction("W", "fleet", "Workspaces", "Every workspace beside this one: best round and geomean, phase, running jobs, last change; enter opens one (helix fleet)"),
     CockpitAction("A", "agent_start", "Start agent", "Run your configured agent command on the workspace as a job (helix agent start; set it with helix agent config or HELIX_AGENT_COMMAND): its output is live in the Jobs pane, x stops it"),
+    CockpitAction("w", "warm_worker", "Warm worker", "Start the warm worker that probes (p) run in: torch and Triton imported once, each probe a fork of it, seconds faster on a GPU host (helix worker start); w again stops it"),
     CockpitAction("k", "pattern_card", "Pattern card", "Open the knowledge card highlighted in the Hotspots pane (the index when no card is routed)"),
     CockpitAction("q", "quit", "Quit", "Leave the cockpit (running jobs keep running)", "quit"),
 )

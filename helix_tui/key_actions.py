@@ -171,6 +171,11 @@ class KeyActions(_AppBase):
             return
         self.run_engine("calibrate", actions.spawn_call(self.workspace, ["calibrate", "."]))
 
+    def action_warm_worker(self) -> None:
+        """w: start the warm worker probes run in (helix worker start), or stop the running one."""
+        if self.snapshot is not None:
+            self.run_engine("warm worker", actions.warm_worker_call(self.workspace))
+
     def action_agent_start(self) -> None:
         """A: `helix agent start` on the workspace, a job like the CLI's (one agent at a time; a
         missing command is refused with the sentence that says how to configure one). The Jobs

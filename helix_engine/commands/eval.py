@@ -127,6 +127,8 @@ def register(sub: Any) -> None:
     p.add_argument("--devices", "--npu-devices", dest="devices")
     p.add_argument("--adaptive", action="store_true", help="sample in batches until the verdict is stable")
     p.add_argument("--budget-s", type=float, default=120.0, help="time budget of --adaptive (seconds)")
+    p.add_argument("--cold", dest="warm", action="store_false",
+                   help="start a fresh process even when the warm worker runs (helix worker start)")
     p.add_argument("--verbose", action="store_true")
     compat.add_remote_flags(p)
     _common(p)
@@ -234,7 +236,7 @@ def cmd_probe_bench(args: argparse.Namespace) -> int:
                           bench_mode=args.bench_mode, metric_source=args.metric_source, backend=args.backend,
                           devices=_devices(args.devices), adaptive=args.adaptive, budget_s=args.budget_s,
                           verbose=args.verbose, on_event=_progress(args), against=args.against,
-                          paired=args.paired)
+                          paired=args.paired, warm=args.warm)
     return _report(args, outcome)
 
 

@@ -35,6 +35,9 @@ class WorkerRun:
     result: dict[str, Any] | None
     output: str
     job_dir: Path
+    #: "warm" when the warm worker's fork ran it (eval/warm.py), else "cold"; ``worker_note`` says why
+    worker: str = "cold"
+    worker_note: str = ""
 
     @property
     def finished_cleanly(self) -> bool:
@@ -83,10 +86,12 @@ def run_child_job(
     timeout_s: float | None = None,
     extra_argv: list[str] | None = None,
     output_tail_chars: int = OUTPUT_TAIL_CHARS,
+    warm: bool = False,
 ) -> WorkerRun:
     """Write ``request`` (+ backend, device_str, result_path), run ``python -m <module>
     request.json`` as a job of ``ws`` and read back its result and output tail. Every child
-    (eval, profile, IR) starts here."""
+    (eval, profile, IR) starts here. ``warm``: let the workspace's warm worker run it when one
+    matches this job (eval/warm.py; probes only), else cold as always."""
     from helix_engine.jobs.registry import job_dir
     from helix_engine.jobs.runner import run_job
 
@@ -96,7 +101,18 @@ def run_child_job(
     request = dict(request, backend=backend.name, device_str=backend.device_str,
                    result_path=str(tmp / "result.json"))
     request_path = tmp / "request.json"
-    argv = [os.environ.get("HELIX_PYTHON") or sys.executable, "-m", module, str(request_path), *(extra_argv or [])]
+    python = os.environ.get("HELIX_PYTHON") or sys.executable
+    argv = [python, "-m", module, str(request_path), *(extra_argv or [])]
+    worker, note = "cold", ""
+    if warm and not cluster_address():
+        from helix_engine.eval import warm as warm_worker
+        from helix_engine.jobs.settings import child_environment
+
+        sock, note = warm_worker.usable(ws, backend.name, child_environment(backend, None, env, tmp), python)
+        if sock is not None:
+            worker = "warm"
+            argv = [python, "-m", "helix_engine.eval.warmclient", str(sock), module, str(request_path),
+                    *(extra_argv or [])]
     try:
         atomic_write_json(request_path, request)
         if cluster_address():  # the same job, run by a node of the Ray cluster (helix_engine/cluster/)
@@ -120,7 +136,7 @@ def run_child_job(
             from helix_engine.eval.usercode import UserCodeError
 
             raise UserCodeError.from_json(result["user_code_error"])  # the job keeps output.log
-        return WorkerRun(job, result, output, folder)
+        return WorkerRun(job, result, output, folder, worker, note)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -136,14 +152,16 @@ def run_worker(
     round_name: str | None = None,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     timeout_s: float | None = None,
+    warm: bool = False,
 ) -> WorkerRun:
-    """Run ``python -m helix_engine.eval.worker`` on ``request`` as a job of ``ws``."""
+    """Run ``python -m helix_engine.eval.worker`` on ``request`` as a job of ``ws`` (``warm``: see
+    run_child_job)."""
     # informational (the worker ignores them): lets `helix jobs` and the cockpit show what runs
     shown = ["--operator", str(request.get("operator_file", "")), "--mode",
              str(request.get("bench_mode") or request.get("test_mode") or request.get("action"))]
     return run_child_job(ws, kind, "helix_engine.eval.worker", request, backend=backend, cwd=cwd,
                          device_pool=device_pool, round_name=round_name, on_event=on_event,
-                         timeout_s=timeout_s, extra_argv=shown)
+                         timeout_s=timeout_s, extra_argv=shown, warm=warm)
 
 
 def finished_records(run: WorkerRun) -> list[dict[str, Any]]:

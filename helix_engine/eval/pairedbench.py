@@ -106,24 +106,27 @@ class PairedCollect:
     reference: BenchRun
     cases: list[dict[str, Any]] = field(default_factory=list)
     job_id: str | None = None
+    worker: str = "cold"  # "warm": the warm worker's fork ran the job (eval/warm.py)
+    worker_note: str = ""
 
 
 def collect_paired(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws: Path, *,
                    devices: list[str] | None = None, case_ids: list[str] | None = None,
                    caps: dict[str, int | None] | None = None,
                    on_event: Callable[[dict[str, Any]], None] | None = None, timeout_s: float | None = None,
-                   kind: str = "run-bench") -> PairedCollect:
-    """Run the worker's ``paired`` action as one job (one device of the pool)."""
+                   kind: str = "run-bench", warm: bool = False) -> PairedCollect:
+    """Run the worker's ``paired`` action as one job (one device of the pool); ``warm``: a probe may
+    run in the warm worker's fork (eval/warm.py)."""
     request = {"action": "paired", "operator_file": str(op), "reference_operator_file": str(ref_op),
                "bench_file": str(bench), "bench_mode": mode, "case_ids": case_ids, **(caps or {})}
     run = run_worker(ws, kind, request, backend=be, cwd=bench.parent, device_pool=devices,
-                     round_name=round_name_of(op), on_event=on_event, timeout_s=timeout_s)
+                     round_name=round_name_of(op), on_event=on_event, timeout_s=timeout_s, warm=warm)
     endings = [ending(run)]
     result = run.result or {}
     if isinstance(result.get("records"), list) and isinstance(result.get("reference_records"), list):
         return PairedCollect(BenchRun(result["records"], [run.job.id], run.output, job_endings=endings),
                              BenchRun(result["reference_records"], [run.job.id], run.output, job_endings=endings),
-                             list(result.get("paired_cases") or []), run.job.id)
+                             list(result.get("paired_cases") or []), run.job.id, run.worker, run.worker_note)
     fatal = run.failure_text() if run.result is not None or not finished_records(run) else None
     partial = finished_records(run)
     return PairedCollect(BenchRun(partial, [run.job.id], run.output, fatal, endings),

@@ -27,6 +27,7 @@ from helix_engine.errors import HelixError
 from helix_engine.eval.bench import collect_records, promote_records, write_records
 from helix_engine.eval.jobrun import bench_mode_for, check_file, resolve_backend
 from helix_engine.eval.loader import find_bench_file
+from helix_engine.eval.warm import NO_WORKER
 from helix_engine.perf.formulas import avg_improvement_pct
 from helix_engine.perf.results import RoundEvaluation
 from helix_engine.workspace import layout
@@ -126,6 +127,8 @@ class ProbeOutcome:
     statistic: str | None = None  # the speedup statistic classified ("ratio of medians")
     message: str | None = None
     paired_file: str | None = None  # the paired result of a paired probe (baseline measured in the same job)
+    worker: str | None = None  # "warm": the warm worker's fork ran the job (eval/warm.py); "cold": a fresh process
+    worker_note: str = ""  # why it was cold, or which warm worker
     text: str = ""
 
     def to_json(self) -> dict[str, Any]:
@@ -227,6 +230,14 @@ def _adaptive_line(out: ProbeOutcome) -> str:
             f"{DECISION_TEXT.get(decision, decision)} ({shown})")
 
 
+def _worker_line(out: ProbeOutcome) -> str:
+    """Which process measured: the warm worker's fork, or a fresh one and why (eval/warm.py)."""
+    if out.worker == "warm":
+        return f"Worker: warm ({out.worker_note}; torch and Triton were already imported)"
+    why = f": {out.worker_note}" if out.worker_note else ""
+    return f"Worker: cold, a fresh process{why}"
+
+
 def _render(out: ProbeOutcome, verbose: bool) -> str:
     lines = []
     if out.classification is None:
@@ -252,6 +263,9 @@ def _render(out: ProbeOutcome, verbose: bool) -> str:
             if out.ready_s is not None:
                 lines.append(f"Start-up: {out.ready_s:.1f} s (job start, imports, both operators built) before "
                              "the first timing")
+        if out.worker == "warm" or (out.worker == "cold" and out.worker_note
+                                    and (verbose or not out.worker_note.startswith(NO_WORKER))):
+            lines.append(_worker_line(out))
     if verbose:
         if out.cache:
             lines.append(f"Baseline cache: {out.cache}")
@@ -275,10 +289,13 @@ def probe_bench(
     bench_mode: str | None = None, metric_source: str = "auto", backend: str | None = None,
     devices: list[str] | None = None, adaptive: bool = False, budget_s: float = 120.0, verbose: bool = False,
     on_event: Callable[[dict[str, Any]], None] | None = None, against: str | None = None, paired: bool = True,
+    warm: bool = True,
 ) -> ProbeOutcome:
     """Probe the candidate against a reference (``baseline_operator_file`` or ``against``). Paired
     by default: one job measures both, interleaved, and the classification reads that job's two
-    sides; ``paired=False`` is upstream's path (a cached baseline probe, then the candidate)."""
+    sides; ``paired=False`` is upstream's path (a cached baseline probe, then the candidate).
+    ``warm``: the paired and adaptive jobs run in the workspace's warm worker when one is running
+    and matches (``helix worker start``, eval/warm.py), else in a fresh process."""
     if metric_source not in ("auto", "kernel", "total-op"):
         raise HelixError(f"probe-bench takes --metric-source auto, kernel or total-op, not {metric_source!r}")
     op = check_file(operator_file, "operator file", "--operator-file")
@@ -301,9 +318,10 @@ def probe_bench(
                         f"{' and '.join(CAPPED_MODES)}; {mode} ran canonically")
     if adaptive:
         return _adaptive(op, base_op, bench, mode, be, ws, devices, caps, metric_source, budget_s,
-                         warnings, verbose, on_event)
+                         warnings, verbose, on_event, warm)
     if paired:
-        return _paired(op, base_op, bench, mode, be, ws, devices, caps, metric_source, warnings, verbose, on_event)
+        return _paired(op, base_op, bench, mode, be, ws, devices, caps, metric_source, warnings, verbose, on_event,
+                       warm)
     helix = ws / layout.HELIX_DIR
     perf_path, meta_path = helix / "baseline_probe_perf.txt", helix / "baseline_probe_perf.meta.json"
     key = cache_key(base_op, bench, mode, be.name, devices)
@@ -337,7 +355,7 @@ def probe_bench(
 
 def _paired(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path, devices: list[str] | None,
             caps: dict[str, int | None], metric: str, warnings: list[str], verbose: bool,
-            on_event: Callable[[dict[str, Any]], None] | None) -> ProbeOutcome:
+            on_event: Callable[[dict[str, Any]], None] | None, warm: bool = True) -> ProbeOutcome:
     """Baseline and candidate in one job, interleaved (eval/pairedbench.py); the candidate's
     probe perf file and its paired result go under .helix/, and the classification reads the
     job's two sides (no baseline cache: a cached baseline is what drifts away from the candidate)."""
@@ -347,7 +365,8 @@ def _paired(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path, 
     helix = ws / layout.HELIX_DIR
     out = ProbeOutcome(0, None, None, warnings=warnings)
     got = collect_paired(op, base_op, bench, mode, be, ws, devices=devices, caps=caps, on_event=on_event,
-                         kind="probe-bench")
+                         kind="probe-bench", warm=warm)
+    out.worker, out.worker_note = got.worker, got.worker_note
     if got.run.fatal:
         return _fail(out, f"the paired probe did not run: {got.run.fatal}", verbose)
     cand_path = helix / f"candidate_probe_perf.{os.getpid()}.{secrets.token_hex(3)}.txt"
@@ -393,7 +412,7 @@ def _fail(out: ProbeOutcome, message: str, verbose: bool) -> ProbeOutcome:
 
 def _adaptive(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path, devices: list[str] | None,
               caps: dict[str, int | None], metric: str, budget_s: float, warnings: list[str], verbose: bool,
-              on_event: Callable[[dict[str, Any]], None] | None) -> ProbeOutcome:
+              on_event: Callable[[dict[str, Any]], None] | None, warm: bool = True) -> ProbeOutcome:
     """One job holds both operators and measures them in paired blocks until a look settles the
     verdict (adaptive.py, perf/sequential.py); times are wall-clock from the moment the command
     started, start-up included. The margin is the workspace's calibrated one when its calibration
@@ -409,7 +428,8 @@ def _adaptive(op: Path, base_op: Path, bench: Path, mode: str, be: Any, ws: Path
                "bench_file": str(bench), "bench_mode": mode, "deadline_ts": started + budget_s,
                "noise_margins": margins.model_dump(mode="json"), **caps}
     run = run_worker(ws, "probe-adaptive", request, backend=be, cwd=bench.parent, device_pool=devices,
-                     round_name=round_name_of(op), on_event=on_event, timeout_s=budget_s + 300)
+                     round_name=round_name_of(op), on_event=on_event, timeout_s=budget_s + 300, warm=warm)
+    out.worker, out.worker_note = run.worker, run.worker_note
     result = run.result or {}
     if run.result is None or result.get("error") or not result.get("batches"):
         return _fail(out, f"the adaptive probe did not finish: {run.failure_text()}", verbose)

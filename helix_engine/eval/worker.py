@@ -362,5 +362,10 @@ def _failure(result: dict[str, Any], rc: int) -> str | None:
     return f"the worker exited with code {rc}" if rc else None
 
 
+def cli_main() -> int:
+    """``python -m helix_engine.eval.worker``, also what the warm worker's fork calls (eval/zygote.py)."""
+    return run_contained(main)
+
+
 if __name__ == "__main__":
-    sys.exit(run_contained(main))
+    sys.exit(cli_main())

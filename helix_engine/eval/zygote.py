@@ -1,0 +1,293 @@
+"""The warm worker's server: ``python -m helix_engine.eval.zygote WORKSPACE BACKEND IDLE_S``
+(see warm.py for why and how; ``helix worker start`` runs it as a job).
+
+It imports torch, Triton and helix's eval modules (never a device), listens on the workspace's
+socket, and for each ``run`` forks: the fork becomes its own process group, takes the client's
+stdin/stdout/stderr, folder and environment, and runs the worker module's main as
+``python -m`` would. Forks happen on the main thread only; one small thread per fork waits for
+it to end (and tells the client) and another watches the client (its connection closing kills
+the fork). It exits after IDLE_S seconds with nothing running, or on ``stop``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import os
+import runpy
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from helix_engine.eval import warm
+
+#: What every eval child imports, loaded once here so a fork starts with it.
+PRELOAD = ("numpy", "torch", "triton", "triton.language", "helix_engine.eval.worker", "helix_engine.eval.childlib",
+           "helix_engine.eval.bench", "helix_engine.eval.timing", "helix_engine.eval.loader",
+           "helix_engine.eval.interleave", "helix_engine.eval.adaptive", "helix_engine.eval.pairedbench",
+           "helix_engine.eval.usercode", "helix_engine.eval.backends", "helix_engine.perf.sequential",
+           "helix_engine.perf.evaluation", "helix_engine.jobs.events", "helix_engine.jobs.tree")
+#: The modules a client may ask to run.
+RUNNABLE = frozenset({"helix_engine.eval.worker"})
+
+
+class Zygote:
+    def __init__(self, ws: Path, backend: str, idle_s: float) -> None:
+        self.ws, self.backend, self.idle_s = ws, backend, idle_s
+        self.path = warm.socket_path(ws, backend)
+        self.fingerprint = warm.fingerprint(dict(os.environ), sys.executable)  # before imports change it
+        self.started = time.time()
+        self.last_active = time.monotonic()
+        self.served = 0
+        self.children: set[int] = set()
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.listener: socket.socket | None = None
+        from helix_engine.jobs.child import pdeathsig_setup
+
+        self.death_hook = pdeathsig_setup()  # made here: it checks that the fork's parent is this process
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def preload(self) -> list[str]:
+        """Import PRELOAD (and the backend's torch); what failed, as text (a fork imports it again)."""
+        from helix_engine.eval.childlib import setup_backend
+
+        failed = []
+        with contextlib.suppress(Exception):
+            setup_backend({"backend": self.backend, "device_str": None})
+        for name in PRELOAD:
+            try:
+                importlib.import_module(name)
+            except Exception as exc:  # noqa: BLE001 - reported, the fork will import it again
+                failed.append(f"{name}: {type(exc).__name__}: {exc}")
+        return failed
+
+    def bind(self) -> None:
+        with contextlib.suppress(warm.WarmError):
+            info = warm.hello(self.ws, self.backend)
+            raise SystemExit(f"helix: a warm worker (pid {info.get('pid')}) already serves {self.ws}")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)  # a socket left by a worker that died
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old = os.umask(0o177)
+        try:
+            sock.bind(str(self.path))
+        finally:
+            os.umask(old)
+        sock.listen(16)
+        sock.settimeout(1.0)
+        self.listener = sock
+
+    def close(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+            self.listener = None
+            with contextlib.suppress(OSError):
+                if os.stat(self.path).st_uid == os.getuid():
+                    os.unlink(self.path)
+        with self.lock:
+            for pid in self.children:
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGKILL)
+
+    def serve(self) -> int:
+        assert self.listener is not None
+        while not self.stopping:
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                with self.lock:
+                    idle = not self.children and time.monotonic() - self.last_active > self.idle_s
+                if idle:
+                    print(f"helix: no probe for {self.idle_s:g} s; the warm worker stops", flush=True)
+                    return 0
+                continue
+            except OSError:
+                return 0 if self.stopping else 1
+            self.handle(conn)
+        return 0
+
+    # ---------------------------------------------------------------- requests
+
+    def handle(self, conn: socket.socket) -> None:
+        """One request, on the main thread (a fork must come from here)."""
+        conn.settimeout(5.0)
+        fds: list[int] = []
+        try:
+            if warm.peer_uid(conn) != os.getuid():
+                conn.close()
+                return
+            message, fds = warm.receive(conn, max_fds=3)
+            op = message.get("op")
+            if op == "hello":
+                warm.send(conn, {"pid": os.getpid(), "backend": self.backend, "workspace": str(self.ws),
+                                 "fingerprint": self.fingerprint, "served": self.served,
+                                 "started_at": self.started, "probes_running": len(self.children)})
+            elif op == "stop":
+                warm.send(conn, {"stopping": True})
+                self.stopping = True
+            elif op == "run" and len(fds) == 3:
+                self.run(conn, message, fds)
+                return  # the waiter threads own conn now
+            else:
+                warm.send(conn, {"error": f"unknown request {op!r}"})
+        except (OSError, ValueError) as exc:
+            with contextlib.suppress(OSError):
+                warm.send(conn, {"error": f"bad request: {exc}"})
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        conn.close()
+
+    def run(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
+        module, argv, cwd, env = message.get("module"), message.get("argv"), message.get("cwd"), message.get("env")
+        if module not in RUNNABLE or not isinstance(argv, list) or not isinstance(cwd, str) \
+                or not isinstance(env, dict):
+            warm.send(conn, {"error": f"the warm worker runs only {', '.join(sorted(RUNNABLE))}"})
+            conn.close()
+            return
+        why = warm.difference(warm.fingerprint({str(k): str(v) for k, v in env.items()}, sys.executable),
+                              self.fingerprint)
+        if why is not None:
+            warm.send(conn, {"error": f"the job's settings differ from the worker's: {why}"})
+            conn.close()
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the fork: never returns
+            _child(self, conn, fds, str(module), [str(a) for a in argv], cwd, {str(k): str(v) for k, v in env.items()})
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)  # also done in the fork: whichever runs first
+        with self.lock:
+            self.children.add(pid)
+            self.served += 1
+            self.last_active = time.monotonic()
+        try:
+            warm.send(conn, {"pid": pid})
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        conn.settimeout(None)
+        done = threading.Event()
+        threading.Thread(target=self._wait, args=(conn, pid, done), daemon=True, name=f"wait-{pid}").start()
+        threading.Thread(target=self._watch, args=(conn, pid, done), daemon=True, name=f"watch-{pid}").start()
+
+    def _wait(self, conn: socket.socket, pid: int, done: threading.Event) -> None:
+        _, status = os.waitpid(pid, 0)
+        done.set()
+        with self.lock:
+            self.children.discard(pid)
+            self.last_active = time.monotonic()
+        reply = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"code": os.waitstatus_to_exitcode(status)}
+        with contextlib.suppress(OSError):
+            warm.send(conn, reply)
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_RDWR)
+        conn.close()
+
+    def _watch(self, conn: socket.socket, pid: int, done: threading.Event) -> None:
+        """The client closing its end before the fork ended (it was killed): end the fork."""
+        with contextlib.suppress(OSError, ValueError):
+            while conn.recv(64):
+                pass
+        if not done.is_set():
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def _child(z: Zygote, conn: socket.socket, fds: list[int], module: str, argv: list[str], cwd: str,
+           env: dict[str, str]) -> None:
+    """In the fork: become the client's process and run ``python -m module argv…``; exit with its code."""
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        if z.death_hook is not None:
+            z.death_hook()  # the zygote dying kills the fork
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL if sig != signal.SIGPIPE else signal.SIG_IGN)
+        if z.listener is not None:
+            z.listener.close()
+        conn.close()
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+                                      line_buffering=True, write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
+                                      line_buffering=True, write_through=True)
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        if sys.path:
+            sys.path[0] = cwd  # as `python -m` puts the working folder first
+        sys.argv = [module, *argv]
+        try:
+            entry = getattr(importlib.import_module(module), "cli_main", None)
+            if callable(entry):  # preloaded: what its `if __name__ == "__main__"` runs
+                result = entry()
+                code = result if isinstance(result, int) else 0
+            else:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+                code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if exc.code is not None and not isinstance(exc.code, int):
+                print(exc.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - the fork must never return into the server
+        with contextlib.suppress(Exception):
+            traceback.print_exc()
+        code = 1
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 3:
+        print("usage: python -m helix_engine.eval.zygote WORKSPACE BACKEND IDLE_S", file=sys.stderr)
+        return 2
+    ws, backend, idle_s = Path(args[0]), args[1], float(args[2])
+    if backend not in warm.BACKENDS:
+        print(f"helix: the warm worker serves {' and '.join(warm.BACKENDS)}, not {backend}", file=sys.stderr)
+        return 2
+    z = Zygote(ws, backend, idle_s)
+
+    def stop(_signum: int, _frame: Any) -> None:
+        z.stopping = True
+        z.close()
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    t0 = time.monotonic()
+    failed = z.preload()
+    for line in failed:
+        print(f"helix: the warm worker could not preload {line}", file=sys.stderr, flush=True)
+    try:
+        z.bind()
+    except warm.WarmError as exc:
+        print(f"helix: {exc}", file=sys.stderr)
+        return 1
+    print(f"helix: warm worker pid {os.getpid()} ready in {time.monotonic() - t0:.1f} s on {z.path} "
+          f"({backend})", flush=True)
+    try:
+        return z.serve()
+    finally:
+        z.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

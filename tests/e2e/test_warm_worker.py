@@ -1,0 +1,200 @@
+"""The warm worker (eval/warm.py, eval/zygote.py) end to end on the CPU backend: probes run in its
+fork and agree with a cold probe, cancel and a killed client end the fork, a job whose settings
+differ runs cold and says why, and the CLI starts, reports and stops it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helix_engine.cli import main
+from helix_engine.eval import warm
+from helix_engine.eval.probe import probe_bench
+from helix_engine.jobs.registry import list_jobs
+from helix_engine.jobs.runner import cancel_job
+from tests.e2e._eval_ws import add_operator, make_ws, pid_gone
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HELIX_BACKEND", "cpu")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A softmax workspace (baseline: the slow softmax) with a warm worker running for it."""
+    old = os.environ.get("HELIX_BACKEND")
+    os.environ["HELIX_BACKEND"] = "cpu"
+    ws = make_ws(tmp_path_factory.mktemp("warm"), "softmax")
+    add_operator(ws, "softmax_slow", "baseline/softmax.py")
+    add_operator(ws, "softmax_hang", "opt-round-1/softmax.py")
+    info = warm.start(ws, "cpu", idle_s=300)
+    try:
+        yield ws
+    finally:
+        warm.stop(ws, "cpu")
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not pid_gone(info["pid"]):
+            time.sleep(0.1)
+        if old is None:
+            os.environ.pop("HELIX_BACKEND", None)
+        else:
+            os.environ["HELIX_BACKEND"] = old
+
+
+def _running(ws: Path) -> int:
+    return int(warm.hello(ws, "cpu")["probes_running"])
+
+
+def _wait(predicate: object, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_probe_runs_in_the_warm_workers_fork_and_agrees_with_a_cold_one(served: Path) -> None:
+    before = warm.hello(served, "cpu")["served"]
+    hot = probe_bench(served / "softmax.py", against="baseline")
+    assert hot.exit_code == 0, hot.text
+    assert hot.worker == "warm", hot.worker_note
+    assert f"warm worker pid {warm.hello(served, 'cpu')['pid']}" in hot.worker_note
+    assert "Worker: warm (" in hot.text
+    assert warm.hello(served, "cpu")["served"] == before + 1
+    cold = probe_bench(served / "softmax.py", against="baseline", warm=False)
+    assert cold.exit_code == 0 and cold.worker == "cold" and "Worker:" not in cold.text
+    assert hot.classification == cold.classification == "likely_gain"
+    adaptive = probe_bench(served / "softmax.py", against="baseline", adaptive=True, budget_s=60)
+    assert adaptive.exit_code == 0 and adaptive.worker == "warm", adaptive.text
+    assert adaptive.classification == "likely_gain" and adaptive.decision == "faster"
+    assert _running(served) == 0
+
+
+def test_cancelling_a_warm_probe_ends_its_fork(served: Path) -> None:
+    got: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: got.update(out=probe_bench(
+        served / "opt-round-1" / "softmax.py", against="baseline", bench_file=served / "bench_softmax.py")))
+    thread.start()
+    assert _wait(lambda: _running(served) == 1), "the hanging probe never reached the worker"
+    job = next(j for j in list_jobs(served) if j.status == "running" and j.kind == "probe-bench")
+    cancel_job(served, job.id, grace_s=1.0)
+    thread.join(30)
+    assert not thread.is_alive()
+    out = got["out"]
+    assert out.exit_code == 1 and "cancelled" in (out.message or "")  # type: ignore[attr-defined]
+    assert _wait(lambda: _running(served) == 0), "the fork outlived its cancelled job"
+    probes = [j for j in list_jobs(served) if j.kind != "warm-worker"]
+    assert probes and all(j.status in ("passed", "cancelled") and pid_gone(j.pid) for j in probes)
+
+
+def test_a_killed_client_takes_its_fork_with_it(served: Path) -> None:
+    thread = threading.Thread(target=lambda: probe_bench(
+        served / "opt-round-1" / "softmax.py", against="baseline", bench_file=served / "bench_softmax.py"))
+    thread.start()
+    assert _wait(lambda: _running(served) == 1)
+    job = next(j for j in list_jobs(served) if j.status == "running" and j.kind == "probe-bench")
+    assert job.pid is not None
+    os.kill(job.pid, signal.SIGKILL)  # the client: the job's child
+    assert _wait(lambda: _running(served) == 0), "the fork outlived its client"
+    thread.join(30)
+    assert not thread.is_alive()
+
+
+def test_a_job_with_other_import_settings_runs_cold_and_says_why(served: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRITON_HELIX_WARM_TEST", "1")
+    out = probe_bench(served / "softmax.py", against="baseline")
+    assert out.exit_code == 0 and out.worker == "cold"
+    assert "the environment differs (TRITON_HELIX_WARM_TEST)" in out.worker_note
+    assert "Worker: cold, a fresh process: the warm worker was started with other settings" in out.text
+
+
+def test_the_worker_refuses_what_it_does_not_run(served: Path) -> None:
+    sock = warm.connect(warm.socket_path(served, "cpu"))
+    with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out:
+        warm.send(sock, {"op": "run", "module": "os", "argv": [], "cwd": str(served), "env": {}},
+                  fds=[null_in.fileno(), null_out.fileno(), null_out.fileno()])
+        reply, _ = warm.receive(sock)
+    sock.close()
+    assert "runs only helix_engine.eval.worker" in reply["error"]
+    sock = warm.connect(warm.socket_path(served, "cpu"))
+    with open(os.devnull, "rb") as null_in:
+        warm.send(sock, {"op": "run", "module": "helix_engine.eval.worker", "argv": [], "cwd": str(served),
+                         "env": {"TORCH_SOMETHING": "1"}}, fds=[null_in.fileno()] * 3)
+        reply, _ = warm.receive(sock)
+    sock.close()
+    assert "settings differ" in reply["error"]
+    assert _running(served) == 0
+
+
+def test_the_cli_starts_reports_and_stops_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = make_ws(tmp_path, "softmax")
+    assert main(["worker", "status", str(ws), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["running"] is False
+    assert main(["worker", "start", "-w", str(ws), "--idle-minutes", "5"]) == 0
+    assert capsys.readouterr().out.startswith("started: warm worker pid ")
+    assert main(["worker", "start", str(ws)]) == 0
+    assert capsys.readouterr().out.startswith("already running: ")
+    assert main(["worker", "status", str(ws), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["running"] and status["matches"] and status["backend"] == "cpu"
+    path = warm.socket_path(ws, "cpu")
+    assert path.exists()
+    assert main(["worker", "stop", str(ws)]) == 0
+    assert capsys.readouterr().out.startswith("stopped: warm worker pid ")
+    assert _wait(lambda: pid_gone(status["pid"]) and not path.exists())
+    (job,) = [j for j in list_jobs(ws) if j.kind == "warm-worker"]
+    assert _wait(lambda: next(j for j in list_jobs(ws) if j.id == job.id).status == "passed")
+
+
+# ------------------------------------------------------------------ pieces, no worker needed
+
+
+def test_fingerprints_name_what_differs() -> None:
+    base = {"python": "/p", "code": "c", "origins": {"torch": "/t"}, "env": {"TRITON_X": "1"}}
+    assert warm.difference(base, dict(base)) is None
+    assert "helix's code changed" in (warm.difference(base, dict(base, code="d")) or "")
+    assert "imports torch from elsewhere" in (warm.difference(base, dict(base, origins={"torch": "/u"})) or "")
+    assert warm.difference(base, dict(base, env={})) == "the environment differs (TRITON_X)"
+    env = {"CUDA_VISIBLE_DEVICES": "3", "HELIX_JOB_DIR": "/j", "PYTHONPATH": "/x", "TORCH_Y": "1", "HOME": "/h"}
+    assert warm.fingerprint(env, "/usr/bin/python3")["env"] == {"TORCH_Y": "1"}
+
+
+def test_the_socket_folder_must_be_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    (tmp_path / "helix").mkdir(mode=0o777)
+    os.chmod(tmp_path / "helix", 0o777)
+    with pytest.raises(warm.WarmError, match="not a private folder"):
+        warm.runtime_dir()
+    os.chmod(tmp_path / "helix", 0o700)
+    assert warm.runtime_dir() == tmp_path / "helix"
+    assert len(str(warm.socket_path(tmp_path / ("x" * 200), "cpu"))) < 108  # AF_UNIX's limit
+
+
+def test_an_oversized_message_is_refused() -> None:
+    a, b = socket.socketpair()
+    a.sendall(warm.HEADER.pack(warm.MAX_MESSAGE + 1))
+    with pytest.raises(ConnectionError, match="larger than the worker accepts"):
+        warm.receive(b)
+    a.close()
+    b.close()
+
+
+def test_no_worker_means_a_cold_probe_with_a_quiet_note(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax")
+    path, note = warm.usable(ws, "cpu", dict(os.environ))
+    assert path is None and note.startswith(warm.NO_WORKER)
+    path, note = warm.usable(ws, "npu", dict(os.environ))
+    assert path is None and "not npu" in note
