@@ -122,16 +122,21 @@ def _judged_in(value: Any) -> Any:
 
 def values_out(values: Any) -> list[Any] | None:
     """A round's compact case values (evaluation.CaseValues) as a perf entry keeps them: [bench
-    mode, text], the text three lines (latency ids, kernel averages, total-op averages; tab
-    separated, "" for an absent average). Text, not lists: 1000 rounds' values as JSON lists made
-    rounds.json ~6x slower to parse than as strings, and a load never needs them (a reload judging
-    rounds against a new best does, status_rules.view_values). None: not kept (a label the text
-    cannot hold)."""
-    if values is None or any("\t" in lid or "\n" in lid for lid in values.ids):
+    mode, latency ids, kernel averages, total-op averages], each column one string, ``|`` between
+    cells ("" for an absent average). Strings, not lists: 1000 rounds' values as JSON lists made
+    rounds.json ~6x slower to parse, and a load never needs them (a reload judging rounds against
+    a new best does, status_rules.view_values); ``|``, not a tab: an escaped character slows the
+    parse of a string. None: not kept (a label with a ``|``: that round is compared from records)."""
+    if values is None or any(SEP in lid for lid in values.ids):
         return None
-    def line(column: tuple[float | None, ...]) -> str:
-        return "\t".join("" if v is None else repr(v) for v in column)
-    return [values.bench_mode, "\n".join(("\t".join(values.ids), line(values.kernel), line(values.total)))]
+    return [values.bench_mode, SEP.join(values.ids), _cells(values.kernel), _cells(values.total)]
+
+
+SEP = "|"
+
+
+def _cells(column: tuple[float | None, ...]) -> str:
+    return SEP.join("" if v is None else repr(v) for v in column)
 
 
 def values_in(value: Any) -> Any:
@@ -141,24 +146,23 @@ def values_in(value: Any) -> Any:
     from helix_engine.workspace.status_rules import shared_ids
 
     try:
-        bench_mode, text = value
-        if not (isinstance(text, str) and (bench_mode is None or isinstance(bench_mode, str))):
+        bench_mode, id_cells, kernel_cells, total_cells = value
+        if not (isinstance(id_cells, str) and (bench_mode is None or isinstance(bench_mode, str))):
             return None
-        id_line, kernel_line, total_line = text.split("\n")
-        ids = tuple(id_line.split("\t")) if id_line else ()
-        kernel, total = _column(kernel_line, len(ids)), _column(total_line, len(ids))
-    except (ValueError, TypeError):
+        ids = tuple(id_cells.split(SEP)) if id_cells else ()
+        kernel, total = _column(kernel_cells, len(ids)), _column(total_cells, len(ids))
+    except (ValueError, TypeError, AttributeError):
         return None
     if kernel is None or total is None or any(a >= b for a, b in zip(ids, ids[1:])):
         return None  # the pairing reads ids sorted and unique
     return CaseValues(shared_ids(ids), kernel, total, bench_mode)
 
 
-def _column(line: str, n: int) -> tuple[float | None, ...] | None:
-    cells = line.split("\t") if n else []
-    if len(cells) != n or (not n and line):
+def _column(cells: str, n: int) -> tuple[float | None, ...] | None:
+    found = cells.split(SEP) if n else []
+    if len(found) != n or (not n and cells):
         return None
-    out = tuple(float(cell) if cell else None for cell in cells)
+    out = tuple(float(cell) if cell else None for cell in found)
     return out if all(v is None or math.isfinite(v) for v in out) else None
 
 
