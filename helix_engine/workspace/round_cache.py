@@ -39,8 +39,8 @@ CACHE_FILE = "rounds.json"
 DELTA_FILE = "rounds.delta.json"
 #: Past this many entries in the delta, rounds.json is written again whole.
 DELTA_MAX = 64
-VERSION = 5  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records'
-# digest; 5: and their compact case values (values_out)
+VERSION = 6  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records'
+# digest; 5: and their compact case values (values_out); 6: the values as four strings
 #: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
 _CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/round_reading.py",
          "workspace/reading.py", "workspace/models.py", "perf/artifact.py", "perf/evaluation.py",
