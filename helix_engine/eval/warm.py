@@ -183,8 +183,11 @@ def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any], list
 
 
 def peer_uid(sock: socket.socket) -> int:
-    """The user id of the process at the other end (Linux SO_PEERCRED)."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    """The user id of the process at the other end (Linux SO_PEERCRED); WarmError elsewhere."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        raise WarmError("the warm worker needs Linux (it checks who is at the other end of its socket)")
+    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
     return int(uid)
 

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 import traceback
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +139,7 @@ class Zygote:
                 return  # the waiter threads own conn now
             else:
                 warm.send(conn, {"error": f"unknown request {op!r}"})
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, warm.WarmError) as exc:
             with contextlib.suppress(OSError):
                 warm.send(conn, {"error": f"bad request: {exc}"})
         finally:
@@ -263,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     if backend not in warm.BACKENDS:
         print(f"helix: the warm worker serves {' and '.join(warm.BACKENDS)}, not {backend}", file=sys.stderr)
         return 2
+    # forks come from the main thread while waiter threads only block in waitpid and recv
+    warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
     z = Zygote(ws, backend, idle_s)
 
     def stop(_signum: int, _frame: Any) -> None:
