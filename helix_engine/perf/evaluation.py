@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from helix_engine.perf import stats
 from helix_engine.perf.context import mismatch_warning
-from helix_engine.perf.formulas import avg_improvement_pct, delta_pct, geomean_speedup
+from helix_engine.perf.formulas import avg_improvement_pct, delta_pct, geomean_of
 from helix_engine.perf.margins import NoiseMargins, as_margins
 from helix_engine.perf.results import (
     CaseEvaluation,
@@ -255,7 +255,7 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
         samples[p.latency_id] = _CaseSamples(b, c, blocks=case_blocks)
     pairs = [(case.baseline_us, case.compare_us) for case in ev.cases]
     ev.avg_improvement_pct = avg_improvement_pct(pairs)
-    geo, error = point_geomean(pairs)
+    geo, error = point_geomean([b for b, _ in pairs], [c for _, c in pairs])
     if error is not None:
         ev.errors.append(error)
         return ev
@@ -273,10 +273,11 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
     return ev
 
 
-def point_geomean(pairs: Sequence[tuple[float, float]]) -> tuple[SpeedupEstimate | None, str | None]:
-    """The geomean speedup's point over (baseline, compare) pairs (None without pairs), or the
-    error that stops the comparison: what ``from_pairs`` and ``compare_values`` both report."""
-    geo = geomean_speedup(pairs)
+def point_geomean(baseline: Sequence[float], compare: Sequence[float]) -> tuple[SpeedupEstimate | None, str | None]:
+    """The geomean speedup's point over the pairs' baseline and compare times (None without
+    pairs), or the error that stops the comparison: what ``from_pairs`` and ``compare_values``
+    both report."""
+    geo = geomean_of(baseline, compare)
     if geo is None:
         return None, None
     if not math.isfinite(geo):
@@ -300,10 +301,10 @@ def compare_values(reference: CaseValues, candidate: CaseValues, metric: str) ->
     from helix_engine.workspace.status_rules import pair_values
 
     paired = pair_values(reference, candidate, metric)
-    if paired.refusal is not None or not paired.pairs:
+    if paired.refusal is not None or not paired.ids:
         return PointComparison(None, ())  # a refused comparison has no cases
-    geo, _ = point_geomean([(b, c) for _, _, b, c in paired.pairs])
-    return PointComparison(geo, tuple(pair[0] for pair in paired.pairs))
+    geo, _ = point_geomean(paired.baseline, paired.compare)
+    return PointComparison(geo, tuple(paired.ids))
 
 
 def _usable_blocks(found: Sequence[Any] | None) -> Sequence[Any] | None:

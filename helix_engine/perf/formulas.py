@@ -33,12 +33,17 @@ def avg_improvement_pct(pairs: Sequence[tuple[float, float]]) -> float | None:
 
 def geomean_speedup(pairs: Sequence[tuple[float, float]]) -> float | None:
     """exp(mean(ln(b/c))) over (baseline, compare) pairs; None if empty or any value ≤0/NaN."""
-    if not pairs:
+    return geomean_of([b for b, _ in pairs], [c for _, c in pairs])
+
+
+def geomean_of(baseline: Sequence[float], compare: Sequence[float]) -> float | None:
+    """``geomean_speedup`` of the pairs zip(baseline, compare), the times as two columns (the
+    promotion rule's compact comparison keeps a round's times so, issue 12)."""
+    if not baseline:
         return None
-    bs, cs = zip(*pairs)
-    if not _all_valid([*bs, *cs]):
+    if not _all_valid([*baseline, *compare]):
         return None
-    return math.exp(sum(map(math.log, map(operator.truediv, bs, cs))) / len(pairs))
+    return math.exp(sum(map(math.log, map(operator.truediv, baseline, compare))) / len(baseline))
 
 
 def delta_pct(baseline: float, compare: float) -> float:

@@ -10,11 +10,10 @@ Problem that says what to do, for the UI and ``problems``.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import operator
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -147,12 +146,16 @@ class StatusPairing:
 
 @dataclass
 class ValuePairs:
-    """``pair_values``' answer: the pairs (latency id, metric, baseline µs, compare µs) and the
-    dropped cases (latency id, side, that side's value, reason), each in latency id order, and
-    what refused the comparison: ("bench_mode",), ("missing", ids) or ("field", latency id,
-    metric, "baseline" | "compare"); the pairs and drops before a missing value are kept."""
+    """``pair_values``' answer: the pairs as columns (latency ids, metrics, baseline µs, compare
+    µs) and the dropped cases (latency id, side, that side's value, reason), each in latency id
+    order, and what refused the comparison: ("bench_mode",), ("missing", ids) or ("field",
+    latency id, metric, "baseline" | "compare"); the pairs and drops before a missing value are
+    kept. Columns: a round's whole column is paired as it is kept (no tuple per case)."""
 
-    pairs: list[tuple[str, Metric, float, float]] = field(default_factory=list)
+    ids: Sequence[str] = field(default_factory=list)
+    metrics: Sequence[Metric] = field(default_factory=list)
+    baseline: Sequence[float] = field(default_factory=list)
+    compare: Sequence[float] = field(default_factory=list)
     dropped: list[tuple[str, Literal["baseline", "compare", "both"], float, str]] = field(default_factory=list)
     refusal: tuple[Any, ...] | None = None
 
@@ -182,8 +185,14 @@ def pair_values(base: CaseValues, cand: CaseValues, metric: str) -> ValuePairs:
         if (metric != "auto" or whole == "kernel") and \
                 (base.kernel_ok and cand.kernel_ok if whole == "kernel" else base.total_ok and cand.total_ok) \
                 and all(map(math.isfinite, map(operator.truediv, b_col, c_col))):  # pair_problem: none
-            out.pairs = list(zip(base.ids, itertools.repeat(whole), b_col, c_col))  # type: ignore[arg-type]
+            out.ids, out.metrics = base.ids, (whole,) * len(base.ids)
+            out.baseline, out.compare = b_col, c_col  # type: ignore[assignment]  # no None: *_ok
             return out
+    ids: list[str] = []
+    metrics: list[Metric] = []
+    b_out: list[float] = []
+    c_out: list[float] = []
+    out.ids, out.metrics, out.baseline, out.compare = ids, metrics, b_out, c_out  # filled below
     for i, lid in enumerate(base.ids):
         j = i if where is None else where[lid]
         use: Metric
@@ -199,7 +208,10 @@ def pair_values(base: CaseValues, cand: CaseValues, metric: str) -> ValuePairs:
         if found is not None:
             out.dropped.append((lid, found[0], b if found[0] == "baseline" else c, found[1]))
             continue
-        out.pairs.append((lid, use, float(b), float(c)))
+        ids.append(lid)
+        metrics.append(use)
+        b_out.append(float(b))
+        c_out.append(float(c))
     return out
 
 
@@ -260,7 +272,7 @@ def pair_for_status(
                                 f"re-run the {'baseline' if side == 'baseline' else round_name} bench.",
                                 severity="warning"))
         out.paired.problems.append(evaluation.case_problem(latency_id, side, value, f"in {where}, {reason}"))
-    for latency_id, use, b_val, c_val in found.pairs:
+    for latency_id, use, b_val, c_val in zip(found.ids, found.metrics, found.baseline, found.compare):
         out.paired.pairs.append(Pair(latency_id=latency_id, baseline_us=b_val, compare_us=c_val, metric=use,
                                      baseline_record=base[latency_id], compare_record=cand[latency_id]))
     refusal = found.refusal
