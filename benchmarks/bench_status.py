@@ -28,6 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -82,11 +83,18 @@ def _best_round(stdout: str) -> str | None:
 
 def measure_size(ws: Path, upstream: Path, repeats: int, helix: Path | None = None) -> dict[str, Any]:
     """Interleaved fresh-process runs of both tools on one workspace: ``helix`` is helix's own venv's
-    console script (None: the one beside this interpreter, and no second row)."""
-    argv = {"helix": helix_status_argv(ws, helix), "upstream": [str(upstream), "status", "-i", str(ws), "--format", "json"],
-            "base": helix_status_argv(ws)}
-    if helix is None:
-        del argv["base"]
+    console script (None: the one beside this interpreter, and no second row). The base-interpreter
+    helix runs on a copy of the workspace: its code is the working tree's, which may differ from the
+    venv's install by the time it runs, and each code's cache entries would evict the other's."""
+    argv = {"helix": helix_status_argv(ws, helix), "upstream": [str(upstream), "status", "-i", str(ws), "--format", "json"]}
+    rounds = sorted(int(p.name.split("-")[-1]) for p in ws.glob("opt-round-*"))
+    mid = Path(f"opt-round-{rounds[len(rounds) // 2]}")
+    perf = {"helix": next((ws / mid).glob("*_perf.txt"))}
+    if helix is not None:
+        base = ws.parent.with_name(ws.parent.name + "-base") / ws.name
+        shutil.copytree(ws.parent, base.parent, symlinks=True, dirs_exist_ok=True)
+        argv["base"] = helix_status_argv(base)
+        perf["base"] = base / perf["helix"].relative_to(ws)
     sides: dict[str, list[_measure.Run]] = {"helix": [], "upstream": []}
     cold = _measure.run(argv["helix"], cwd=ws.parent)  # the first helix run: no .helix/cache/rounds.json yet
     for command in argv.values():  # warm-up: page cache, not counted
@@ -99,20 +107,18 @@ def measure_size(ws: Path, upstream: Path, repeats: int, helix: Path | None = No
     # computed: helix after one round's perf file is rewritten (same bytes, new identity), each helix
     # run right after its own rewrite, interleaved with upstream's
     computed: dict[str, list[_measure.Run]] = {name: [] for name in argv}
-    rounds = sorted(int(p.name.split("-")[-1]) for p in ws.glob("opt-round-*"))
-    perf = next((ws / f"opt-round-{rounds[len(rounds) // 2]}").glob("*_perf.txt"))
     for _ in range(repeats):
         for name, runs in computed.items():
-            if name != "upstream":
-                perf.write_bytes(perf.read_bytes())
+            if name in perf:
+                perf[name].write_bytes(perf[name].read_bytes())
             runs.append(_measure.run(argv[name], cwd=ws.parent))
     records = []  # helix after that file's records change (one case's time, alternately): judged again
-    original = perf.read_bytes()
+    original = perf["helix"].read_bytes()
     for i in range(min(repeats, 3)):
-        perf.write_bytes(original.replace(b'"kernel_avg_time_us":', b'"kernel_avg_time_us":1' if i % 2 == 0
-                                          else b'"kernel_avg_time_us":2', 1))
+        perf["helix"].write_bytes(original.replace(b'"kernel_avg_time_us":', b'"kernel_avg_time_us":1' if i % 2 == 0
+                                                   else b'"kernel_avg_time_us":2', 1))
         records.append(_measure.run(argv["helix"], cwd=ws.parent))
-    perf.write_bytes(original)
+    perf["helix"].write_bytes(original)
     return {"runs": sides, "best": best, "argv": argv, "load": load, "cold": cold,
             "changed": computed["helix"], "upstream_computed": computed["upstream"], "base": computed.get("base", []),
             "records": records, "computed_load": _measure.load_average()}
