@@ -81,18 +81,25 @@ def _best_round(stdout: str) -> str | None:
     return ops[0].get("best_round")
 
 
-def measure_size(ws: Path, upstream: Path, repeats: int, helix: Path | None = None) -> dict[str, Any]:
+def base_copy(ws: Path) -> Path:
+    """A copy of workspace ``ws`` for the base-interpreter helix: its code is the working tree's, which
+    may differ from the venv's install by the time it runs (other sessions editing), and each code's
+    .helix/cache entries would evict the other's. Made before the workspaces settle (RECENT_S)."""
+    base = ws.parent.with_name(ws.parent.name + "-base") / ws.name
+    shutil.copytree(ws.parent, base.parent, symlinks=True, dirs_exist_ok=True)
+    return base
+
+
+def measure_size(ws: Path, upstream: Path, repeats: int, helix: Path | None = None,
+                 base: Path | None = None) -> dict[str, Any]:
     """Interleaved fresh-process runs of both tools on one workspace: ``helix`` is helix's own venv's
-    console script (None: the one beside this interpreter, and no second row). The base-interpreter
-    helix runs on a copy of the workspace: its code is the working tree's, which may differ from the
-    venv's install by the time it runs, and each code's cache entries would evict the other's."""
+    console script (None: the one beside this interpreter); ``base``, a copy of ``ws`` (`base_copy`)
+    for a second row run by the console script beside this interpreter."""
     argv = {"helix": helix_status_argv(ws, helix), "upstream": [str(upstream), "status", "-i", str(ws), "--format", "json"]}
     rounds = sorted(int(p.name.split("-")[-1]) for p in ws.glob("opt-round-*"))
     mid = Path(f"opt-round-{rounds[len(rounds) // 2]}")
     perf = {"helix": next((ws / mid).glob("*_perf.txt"))}
-    if helix is not None:
-        base = ws.parent.with_name(ws.parent.name + "-base") / ws.name
-        shutil.copytree(ws.parent, base.parent, symlinks=True, dirs_exist_ok=True)
+    if base is not None:
         argv["base"] = helix_status_argv(base)
         perf["base"] = base / perf["helix"].relative_to(ws)
     sides: dict[str, list[_measure.Run]] = {"helix": [], "upstream": []}
@@ -286,6 +293,7 @@ def run() -> list[dict]:
     results: dict[int, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="helix-bench-status-") as tmp:
         spaces = {size: generate_large_workspace(Path(tmp) / f"r{size}", rounds=size, cases=CASES) for size in _sizes()}
+        bases = {size: base_copy(ws) for size, ws in spaces.items()}
         # files written within RECENT_S are not vouched for by the stored output's walk: on a quiet box
         # the first workspace was measured before that (its "unchanged" runs computed instead)
         from helix_engine.workspace.status_cache import RECENT_S
@@ -293,7 +301,7 @@ def run() -> list[dict]:
         time.sleep(RECENT_S + 0.5)
         for size, ws in spaces.items():
             print(f"  status: {size} rounds …", file=sys.stderr, flush=True)
-            results[size] = measure_size(ws, upstream, _repeats(size), helix)
+            results[size] = measure_size(ws, upstream, _repeats(size), helix, bases[size])
             rows += size_rows(size, results[size])
         rows += cost_rows(results)
         rows.append(import_row(upstream, helix))
