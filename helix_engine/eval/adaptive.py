@@ -101,7 +101,7 @@ def run_adaptive(request: dict[str, Any], request_path: Path, backend: Any, even
         batches.append({"batch": n, "blocks": seen.n_blocks, "decision": seen.decision, "verdict": cls.label,
                         "geomean": seen.geomean, "low": seen.low, "high": seen.high,
                         "confidence": seen.confidence, "margin": seen.margin, "ts": time.time(),
-                        "improved": cls.improved, "regressed": cls.regressed,
+                        "improved": cls.improved, "regressed": cls.regressed, "min_speedup": cls.min_speedup,
                         "avg_improvement_pct": cls.avg_improvement_pct})
         events.emit("log", msg=f"look {n} ({seen.n_blocks} blocks per case): {seen.decision}, {cls.label}",
                     batch=batches[-1])

@@ -230,6 +230,20 @@ def _adaptive_line(out: ProbeOutcome) -> str:
             f"{DECISION_TEXT.get(decision, decision)} ({shown})")
 
 
+def _disagreement(out: ProbeOutcome) -> str | None:
+    """Why a settled interval and the classification point different ways, when they do: the
+    interval judges the geomean only, the classification (spec §5) also every case."""
+    agrees = {"faster": "likely_gain", "slower": "likely_regression"}
+    if out.decision not in agrees or out.classification == agrees[out.decision] or not out.batches:
+        return None
+    last = out.batches[-1]
+    low = last.get("min_speedup")
+    slowest = f"the slowest case is at {fmt_speedup(low)}, " if isinstance(low, (int, float)) else ""
+    return (f"Why they differ: the interval judges the geomean only; the classification also needs every case "
+            f"at 0.92x or more and more cases improved than regressed (gain), or no case at 0.85x or less "
+            f"(regression): {slowest}{last.get('improved', 0)} improved, {last.get('regressed', 0)} regressed")
+
+
 def _worker_line(out: ProbeOutcome) -> str:
     """Which process measured: the warm worker's fork, or a fresh one and why (eval/warm.py)."""
     if out.worker == "warm":
@@ -258,6 +272,9 @@ def _render(out: ProbeOutcome, verbose: bool) -> str:
             lines.append(f"Speedup statistic: {out.statistic} (per case; the geomean above is of the same; {avg_of})")
         if out.batches:
             lines.append(_adaptive_line(out))
+            why = _disagreement(out)
+            if why is not None:
+                lines.append(why)
             lines.append(f"Time to verdict: {out.time_to_verdict_s:.1f} s" if out.time_to_verdict_s is not None
                          else "Time to verdict: none (the budget ended first; the verdict above is the last look's)")
             if out.ready_s is not None:

@@ -139,3 +139,23 @@ def test_adaptive_speedups_are_the_cores_ratio_of_medians() -> None:
                "c": {"x": [5.0, 5.0, 5.0], "y": [2.0, 2.0], "z": [1e-308] * 3}}
     got = _median_speedups(samples, ["x", "y", "z", "w"], "perf-counter")
     assert got == [pytest.approx(2.0), pytest.approx(2.0)]  # x by medians (means: 8.0), y by means; z, w dropped
+
+
+def test_a_settled_interval_that_the_classification_does_not_follow_is_explained() -> None:
+    """On an H200 an adaptive probe settled "faster" ([1.14x, 1.32x]) while one small case at
+    0.88x kept the classification inconclusive: the output says why the two differ."""
+    from helix_engine.eval.probe import ProbeOutcome, _render
+
+    batch = {"blocks": 19, "decision": "faster", "verdict": "inconclusive", "geomean": 1.276, "low": 1.139,
+             "high": 1.315, "confidence": 0.9988, "margin": 0.106, "improved": 8, "regressed": 1,
+             "min_speedup": 0.88, "avg_improvement_pct": 20.0, "elapsed_s": 10.1}
+    out = ProbeOutcome(0, "inconclusive", "kernel", geomean_speedup=1.276, batches=[batch], decision="faster",
+                       interval=(1.139, 1.315), interval_confidence=0.9988, margin=0.106, time_to_verdict_s=10.1,
+                       stable=True)
+    text = _render(out, verbose=False)
+    assert "Why they differ: the interval judges the geomean only" in text
+    assert "the slowest case is at 0.88x, 8 improved, 1 regressed" in text
+    agreeing = ProbeOutcome(0, "likely_gain", "kernel", geomean_speedup=1.276, batches=[batch], decision="faster",
+                            interval=(1.139, 1.315), interval_confidence=0.9988, margin=0.106, stable=True,
+                            time_to_verdict_s=10.1)
+    assert "Why they differ" not in _render(agreeing, verbose=False)
