@@ -273,11 +273,12 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
     return ev
 
 
-def point_geomean(baseline: Sequence[float], compare: Sequence[float]) -> tuple[SpeedupEstimate | None, str | None]:
+def point_geomean(baseline: Sequence[float], compare: Sequence[float], *,
+                  checked: bool = False) -> tuple[SpeedupEstimate | None, str | None]:
     """The geomean speedup's point over the pairs' baseline and compare times (None without
     pairs), or the error that stops the comparison: what ``from_pairs`` and ``compare_values``
-    both report."""
-    geo = geomean_of(baseline, compare)
+    both report. ``checked``: every time is known valid (formulas.geomean_of)."""
+    geo = geomean_of(baseline, compare, checked=checked)
     if geo is None:
         return None, None
     if not math.isfinite(geo):
@@ -303,7 +304,7 @@ def compare_values(reference: CaseValues, candidate: CaseValues, metric: str) ->
     paired = pair_values(reference, candidate, metric)
     if paired.refusal is not None or not paired.ids:
         return PointComparison(None, ())  # a refused comparison has no cases
-    geo, _ = point_geomean(paired.baseline, paired.compare)
+    geo, _ = point_geomean(paired.baseline, paired.compare, checked=True)  # the pairing kept valid times only
     return PointComparison(geo, tuple(paired.ids))
 
 

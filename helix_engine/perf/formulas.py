@@ -36,12 +36,14 @@ def geomean_speedup(pairs: Sequence[tuple[float, float]]) -> float | None:
     return geomean_of([b for b, _ in pairs], [c for _, c in pairs])
 
 
-def geomean_of(baseline: Sequence[float], compare: Sequence[float]) -> float | None:
+def geomean_of(baseline: Sequence[float], compare: Sequence[float], *, checked: bool = False) -> float | None:
     """``geomean_speedup`` of the pairs zip(baseline, compare), the times as two columns (the
-    promotion rule's compact comparison keeps a round's times so, issue 12)."""
+    promotion rule's compact comparison keeps a round's times so, issue 12). ``checked``: the
+    caller has already found every time valid (``valid_time``), as the status rule's pairing does
+    for the pairs it keeps; the check is then not repeated (~4 µs of a 7 µs geomean of 20 pairs)."""
     if not baseline:
         return None
-    if not _all_valid([*baseline, *compare]):
+    if not checked and not _all_valid([*baseline, *compare]):
         return None
     return math.exp(sum(map(math.log, map(operator.truediv, baseline, compare))) / len(baseline))
 

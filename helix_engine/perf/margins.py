@@ -52,7 +52,8 @@ class NoiseMargins(BaseModel):
 
     def for_geomean(self, latency_ids: Iterable[str], statistic: str = "mean") -> float:
         if not self.per_case and not self.per_case_median:  # the same sum, without a lookup per case
-            values = [self.default] * sum(1 for _ in latency_ids)
+            count = len(latency_ids) if isinstance(latency_ids, (tuple, list)) else sum(1 for _ in latency_ids)
+            values = [self.default] * count
         else:
             values = [self.for_case(lid, statistic) for lid in latency_ids]
         return sum(values) / len(values) if values else self.default
