@@ -10,7 +10,6 @@ reload after one perf file changes re-reads one file. Nothing here raises on fil
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import functools
 import gc
@@ -358,6 +357,15 @@ def _parent_ref(raw: str) -> tuple[str, int | None]:
     return text, layout.parse_round_ref(text)
 
 
+def _copied(view: RoundView) -> RoundView:
+    """``copy.copy(view)`` (a plain dataclass: a new object with the same attributes) without the
+    copy module's reduce protocol: ~5 -> ~1 µs, and a reload that makes a mid round the best
+    copies every later round's view (~500 at 1000 rounds)."""
+    new = object.__new__(type(view))
+    new.__dict__.update(view.__dict__)
+    return new
+
+
 def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     """Recompute everything that depends on several parts, from what is in memory. The file
     identity checks (a stat each) are redone for a round only when the round or the baseline perf
@@ -449,7 +457,7 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
                 and view.comparison is comparison and view.promotion is promotion and view.problems == problems):
             continue  # unchanged: the view stays shared with the snapshot this one was reloaded from
         if owned is not None and n not in owned:
-            view = snap.rounds[n] = copy.copy(view)
+            view = snap.rounds[n] = _copied(view)
         view.parent, view.parent_source, view.workflow_status = parent, source, workflow_status
         view.comparison, view.promotion, view.problems = comparison, promotion, problems
     snap.best_round = evaluation.best_round
