@@ -504,20 +504,27 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str
     notes = extra.get("round_state_notes", {})
     operator_file = baseline.operator_file if baseline is not None else None
     operator_key = [_shown_file(snap, operator_file, ""), file_id(operator_file)] if operator_file else None
+    memo.operator_key = operator_key
+    same_operator = previous is not None and previous.operator_key == operator_key
     computed = False
     for n in sorted(snap.rounds):
         view = snap.rounds[n]
         note = notes.get(n)
-        key = _round_key(view, note, operator_key)
         found = previous.rounds.get(n) if previous is not None else None
-        if found is None or found[0] != key:
-            summary = cache.summary(n, context, key) if cache is not None else None
-            if summary is None:
-                computed = True
-                summary = _judge_round(snap, view, note, base_records, base_file, metric, noise_margin,
-                                       memo.promotion.store)
-            found = (key, summary)
+        seen = previous.seen.get(n) if previous is not None and found is not None and same_operator else None
+        if seen is None or seen[0] is not view.inputs or seen[1] != view.records_digest or seen[2] != note:
+            seen = (view.inputs, view.records_digest, note)  # what _round_key reads besides the operator's
+            key = _round_key(view, note, operator_key)
+            if found is None or found[0] != key:
+                summary = cache.summary(n, context, key) if cache is not None else None
+                if summary is None:
+                    computed = True
+                    summary = _judge_round(snap, view, note, base_records, base_file, metric, noise_margin,
+                                           memo.promotion.store)
+                found = (key, summary)
+        assert found is not None
         memo.rounds[n] = found
+        memo.seen[n] = seen
         outcome = found[1]
         if outcome.result is not None:
             results[n] = outcome.result
@@ -582,6 +589,13 @@ class EvaluationMemo:
     context: list[Any] = field(default_factory=list)
     rounds: dict[int, tuple[list[Any], RoundSummary]] = field(default_factory=dict)
     promotion: PromotionMemo = field(default_factory=PromotionMemo)
+    #: per round, what its key was built from (its view's inputs object, records digest, round-state
+    #: note), and the baseline operator's key: the same again, the key is not built again (a reload
+    #: of 1000 rounds builds only the changed rounds' keys)
+    seen: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    operator_key: list[Any] | None = None
+    #: per round, its promotion Candidate and what it was built from (``_promote``)
+    candidates: dict[int, tuple[tuple[Any, ...], Candidate]] = field(default_factory=dict)
 
 
 def _context(base_records: list[PerfRecord], base_file: str, metric: str | None, margins: Any) -> list[Any]:
@@ -671,6 +685,7 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
     """The promotion rule over every round: eligible when the status rules compared it and no
     submit-round failed it."""
     candidates: list[Candidate] = []
+    kept = previous.candidates if previous is not None and memo is not None else {}
     for n in sorted(snap.rounds):
         view = snap.rounds[n]
         result = results.get(n)
@@ -678,8 +693,16 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
         why = skipped.get(n)
         if status == "failed":
             why = "submit-round rejected it"
-        eligible = why is None and result is not None and result.comparable
         summary = memo.rounds[n][1] if memo is not None and n in memo.rounds else None
+        # a view copied by the snapshot's _derive keeps its inputs object: the candidate of last
+        # time holds the same records, values and judgements (same metric: previous is the same context)
+        made_from = (view.inputs, view.records_digest, view.state, result, why, summary)
+        found = kept.get(n)
+        if found is not None and found[0] == made_from:
+            candidates.append(found[1])
+            memo.candidates[n] = found  # type: ignore[union-attr]  # kept is empty without memo
+            continue
+        eligible = why is None and result is not None and result.comparable
         candidates.append(Candidate(
             number=n, eligible=eligible, why_not=why,
             metric=metric_for_round(metric, view.state.effective_metric_source if view.state else None),
@@ -687,6 +710,8 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
             records_key=_records_key(view),
             judged=summary.judged if summary is not None else None,
             values=functools.partial(view_values, view)))
+        if memo is not None:
+            memo.candidates[n] = (made_from, candidates[-1])
     return promote(candidates, base_records, noise_margin=noise_margin,
                    memo=memo.promotion if memo is not None else None,
                    previous=previous.promotion if previous is not None else None)
