@@ -8,6 +8,7 @@ A workspace W holds one operator ``<op>.py`` plus its harnesses, ``baseline/`` a
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import re
 import stat
@@ -34,8 +35,10 @@ ROUND_TIMINGS_DIR = "round-timings"  # inside .helix/
 CACHE_DIR = "cache"  # inside .helix/: derived data (summaries, intervals, stored status), safe to delete
 
 
+@functools.lru_cache(maxsize=8192)
 def round_number(name: str) -> int | None:
-    """``opt-round-12`` → 12; anything else (``opt-round-0``, ``-007``, ``-x``) → None."""
+    """``opt-round-12`` → 12; anything else (``opt-round-0``, ``-007``, ``-x``) → None. Kept per
+    name: a reload lists every round folder again (a dict lookup instead of a regex match)."""
     match = _ROUND_RE.match(name)
     return int(match.group(1)) if match else None
 
@@ -68,10 +71,13 @@ def is_operator_name(name: str) -> bool:
     )
 
 
-def discover_operator(workspace: Path) -> tuple[Path | None, list[Problem]]:
-    """Find the single operator ``.py`` at the top of the workspace."""
+def discover_operator(workspace: Path, entries: list[os.DirEntry[str]] | None = None,
+                      ) -> tuple[Path | None, list[Problem]]:
+    """Find the single operator ``.py`` at the top of the workspace. ``entries``: its listing
+    (``listing``), when the caller has it (a load lists the top folder once)."""
     try:  # the name filter first: a 2000-round workspace has 2000 folders and a few files
-        names = sorted(e.name for e in _entries(workspace) if is_operator_name(e.name) and _is_file(e))
+        found = _entries(workspace) if entries is None else entries
+        names = sorted(e.name for e in found if is_operator_name(e.name) and _is_file(e))
     except OSError as exc:
         return None, [Problem(file=".", message=f"cannot list the workspace ({exc.strerror or exc})")]
     candidates = names
@@ -95,14 +101,16 @@ def discover_operator(workspace: Path) -> tuple[Path | None, list[Problem]]:
     ]
 
 
-def list_round_dirs(workspace: Path, known: dict[int, Path] | None = None) -> tuple[dict[int, Path], list[Problem]]:
+def list_round_dirs(workspace: Path, known: dict[int, Path] | None = None,
+                    listed: list[os.DirEntry[str]] | None = None) -> tuple[dict[int, Path], list[Problem]]:
     """Every valid ``opt-round-N`` folder by number, and problems for look-alikes. ``known``: the
     paths a previous listing of this folder returned, reused for the same names (a reload lists
-    every round folder again)."""
+    every round folder again). ``listed``: the folder's listing (``listing``), when the caller has it."""
     rounds: dict[int, Path] = {}
     problems: list[Problem] = []
     try:
-        entries = sorted((e for e in _entries(workspace) if e.name.startswith(ROUND_PREFIX)), key=lambda e: e.name)
+        found_entries = _entries(workspace) if listed is None else listed
+        entries = sorted((e for e in found_entries if e.name.startswith(ROUND_PREFIX)), key=lambda e: e.name)
     except OSError as exc:
         return {}, [Problem(file=".", message=f"cannot list the workspace ({exc.strerror or exc})")]
     base = Path(workspace)
@@ -137,6 +145,16 @@ def _entries(folder: Path) -> list[os.DirEntry[str]]:
     """A folder's entries, each with the type the listing already knows (no stat per entry)."""
     with os.scandir(folder) as it:
         return list(it)
+
+
+def listing(folder: Path) -> list[os.DirEntry[str]] | None:
+    """The workspace folder's entries, listed once for ``discover_operator``, ``list_round_dirs``
+    and the top-level perf files (each listed it again: ~1 ms each at 1000 rounds); None when it
+    cannot be listed (each then says why itself)."""
+    try:
+        return _entries(folder)
+    except OSError:
+        return None
 
 
 def _is_file(entry: os.DirEntry[str]) -> bool:

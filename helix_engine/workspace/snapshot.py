@@ -62,12 +62,16 @@ def _guard(snap_problems: list[Problem], what: str, fn: Callable[[], T], default
 
 def _load_layout(snap: WorkspaceSnapshot) -> dict[int, Path]:
     problems: list[Problem] = []
-    op, op_problems = layout.discover_operator(snap.root)
+    entries = layout.listing(snap.root)
+    op, op_problems = layout.discover_operator(snap.root, entries)
     snap.operator_file = op
     problems += op_problems
-    dirs, dir_problems = layout.list_round_dirs(snap.root, known={n: v.path for n, v in snap.rounds.items()})
+    dirs, dir_problems = layout.list_round_dirs(snap.root, known={n: v.path for n, v in snap.rounds.items()},
+                                                listed=entries)
     problems += dir_problems
-    top_perf = [p for p in list_dir(snap.root, suffix="_perf.txt") if exists_file(p)]
+    perf_files = list_dir(snap.root, suffix="_perf.txt") if entries is None else \
+        [snap.root / name for name in sorted(e.name for e in entries if e.name.endswith("_perf.txt"))]
+    top_perf = [p for p in perf_files if exists_file(p)]
     snap.extra["top_level_perf"] = top_perf
     snap.extra["has_artifacts"] = bool((snap.root / layout.OPT_NOTE).exists() or dirs or top_perf)
     snap.extra["layout_problems"] = problems
