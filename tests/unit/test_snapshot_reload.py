@@ -177,3 +177,23 @@ def test_reload_with_the_workspace_itself_reads_everything(tmp_path: Path, perf_
     assert perf_reads == [ws / "baseline" / "add_perf.txt", ws / "opt-round-1" / "opt_add_perf.txt"]
     assert new.best_round == 1
     _same(new, load_workspace(ws))
+
+
+def test_reload_after_submit_round_rejects_the_best_rejudges_it(tmp_path: Path, perf_reads: list[Path]) -> None:
+    """Only .helix/state.json changes (no round is read again): round 2's promotion candidate, kept
+    from the snapshot before when its inputs are the same, must be built again (rejected), and the
+    rounds after it judged against the new best; then accepted again. Each time as a full load."""
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    assert snap.promotion.best_round == 2
+    perf_reads.clear()
+    state = write_workflow_state(ws, workflow_state(rounds={1: "passed", 2: "failed", 3: "passed"}))
+    rejected = reload(snap, [state])
+    assert perf_reads == []
+    assert rejected.promotion.rounds[2].reason == "submit-round rejected it"
+    assert rejected.promotion.best_round == 1
+    assert rejected.promotion.model_dump() == load_workspace(ws).promotion.model_dump()
+    state = write_workflow_state(ws, workflow_state(rounds={1: "passed", 2: "passed", 3: "passed"}))
+    accepted = reload(rejected, [state])
+    assert accepted.promotion.best_round == 2
+    assert accepted.promotion.model_dump() == snap.promotion.model_dump() == load_workspace(ws).promotion.model_dump()
