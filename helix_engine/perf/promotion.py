@@ -304,11 +304,12 @@ def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseli
     known = cand.judged.get(best.number) if cand.judged is not None else None
     if known is not None and best.records_key is not None and known[0] == best.records_key:
         vs = known[1]
+    elif cand.judged is not None and best.records_key is not None:
+        vs = versus_best()  # kept in the round's judgements, which the next call reads first (no memo entry)
+        cand.judged[best.number] = (best.records_key, vs)
     else:
         vs = _memo_judged("vs_best", (best.number, n), (_records_key(best), _records_key(cand), cand.metric, margins),
                           versus_best, previous, memo)
-        if cand.judged is not None and best.records_key is not None:
-            cand.judged[best.number] = (best.records_key, vs)
     vs_best = vs.geomean
     if vs_best is None:
         reason = f"faster than the baseline ({_text(vs_base)}) but not comparable with round-{best.number}"
