@@ -25,6 +25,7 @@ import contextlib
 import json
 import math
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,6 +218,10 @@ def summary_in(value: Any) -> RoundSummary:
         comparable, warnings, problems, comparison = raw
         if not isinstance(comparable, bool):
             raise ValueError("comparable")
+        if isinstance(comparison, dict):  # rule, notes, margin text: the same few strings in every round
+            for name, text in comparison.items():
+                if isinstance(text, str):
+                    comparison[name] = sys.intern(text)
         result = RoundResult(RoundEvaluation.model_validate(comparison) if comparison is not None else None,
                              comparable, _strings(warnings), problems_in(problems))
     judged: dict[Any, Any] = {}
@@ -280,8 +285,11 @@ class RoundCache:
                 problems = problems_in(found[1])
             except (ValueError, TypeError):
                 return None
+            values = found[3]
+            if values is not None and len(values) == 4 and all(isinstance(v, str) for v in values):
+                values[0], values[1] = sys.intern(values[0]), sys.intern(values[1])  # one copy for every round
             self.perf[n] = found
-            return problems, found[2], found[3]
+            return problems, found[2], values
         return None
 
     def put_perf(self, n: int, key: list[Any], problems: list[Problem], digest: str, values: Any = None) -> None:
