@@ -86,7 +86,11 @@ def _stop(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"stopped": info is not None, "pid": info.get("pid") if info else None})
     else:
-        print(f"stopped: {_line(info)}" if info else "no warm worker was running for this workspace")
+        if info is None:
+            print("no warm worker was running for this workspace")
+        else:
+            ended = info.get("probes_running") or 0
+            print(f"stopped: {_line(info)}" + (f"; the {ended} running probe(s) were ended" if ended else ""))
     return 0
 
 

@@ -92,11 +92,20 @@ def socket_path(ws: Path, backend: str) -> Path:
 
 
 def _origin(name: str) -> str | None:
+    """Where ``name`` would be imported from, with that file's size and time (an upgrade in place
+    keeps the path)."""
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return None
-    return os.path.realpath(spec.origin) if spec is not None and spec.origin else None
+    if spec is None or not spec.origin:
+        return None
+    path = os.path.realpath(spec.origin)
+    try:
+        info = os.stat(path)
+    except OSError:
+        return path
+    return f"{path} {info.st_size} {info.st_mtime_ns}"
 
 
 def code_digest() -> str:
@@ -116,7 +125,7 @@ def fingerprint(env: dict[str, str], python: str) -> dict[str, Any]:
     from, and the import-time environment (per-job variables and helix's own left out)."""
     shown = {k: v for k, v in env.items()
              if k.startswith(IMPORT_ENV_PREFIXES) and k not in PER_JOB_ENV and not k.startswith("HELIX_")}
-    return {"python": os.path.realpath(python), "code": code_digest(),
+    return {"python": os.path.abspath(python), "code": code_digest(),  # not realpath: a venv's python links its base
             "origins": {name: _origin(name) for name in ORIGIN_MODULES}, "env": dict(sorted(shown.items()))}
 
 
@@ -171,14 +180,18 @@ def receive(sock: socket.socket, max_fds: int = 0) -> tuple[dict[str, Any], list
             head += _exactly(sock, HEADER.size - len(head))
     else:
         head = _exactly(sock, HEADER.size)
-    (size,) = HEADER.unpack(head)
-    if size > MAX_MESSAGE:
-        for fd in fds:
-            os.close(fd)
-        raise ConnectionError(f"a message of {size} bytes is larger than the worker accepts")
-    data = json.loads(_exactly(sock, size))
-    if not isinstance(data, dict):
-        raise ConnectionError("the message is not a JSON object")
+    try:
+        (size,) = HEADER.unpack(head)
+        if size > MAX_MESSAGE:
+            raise ConnectionError(f"a message of {size} bytes is larger than the worker accepts")
+        data = json.loads(_exactly(sock, size))
+        if not isinstance(data, dict):
+            raise ConnectionError("the message is not a JSON object")
+    except BaseException:
+        for fd in fds:  # never kept when the message is refused
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        raise
     return data, fds
 
 

@@ -20,6 +20,8 @@ from types import FrameType
 from helix_engine.eval import warm
 
 _RELAYED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: How long the zygote may take to say it forked (it answers at once unless it is stuck).
+START_TIMEOUT_S = 30.0
 
 
 def _cold(module: str, args: list[str], why: str) -> None:
@@ -36,10 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     path, module, rest = Path(args[0]), args[1], args[2:]
     try:
         sock = warm.connect(path)
-        warm.send(sock, {"op": "run", "module": module, "argv": rest, "cwd": os.getcwd(), "env": dict(os.environ)},
-                  fds=[0, 1, 2])
-        sock.settimeout(None)
+        warm.send(sock, {"op": "run", "module": module, "argv": rest, "cwd": os.getcwd(), "env": dict(os.environ),
+                         "path": list(sys.path)}, fds=[0, 1, 2])
+        sock.settimeout(START_TIMEOUT_S)
         started, _ = warm.receive(sock)
+        sock.settimeout(None)
     except (warm.WarmError, OSError, ValueError) as exc:
         _cold(module, rest, str(exc))
         return 1  # not reached: exec
@@ -62,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if isinstance(ended.get("signal"), int):
         number = int(ended["signal"])
-        signal.signal(number, signal.SIG_DFL)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP cannot be set
+            signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
     code = ended.get("code")
     return int(code) if isinstance(code, int) else 1

@@ -11,7 +11,9 @@ the fork). It exits after IDLE_S seconds with nothing running, or on ``stop``.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import fcntl
 import importlib
 import io
 import os
@@ -47,9 +49,12 @@ class Zygote:
         self.last_active = time.monotonic()
         self.served = 0
         self.children: set[int] = set()
+        self.conns: set[socket.socket] = set()  # running probes' connections: a later fork closes its copies
         self.lock = threading.Lock()
         self.stopping = False
         self.listener: socket.socket | None = None
+        self.lock_fd: int | None = None
+        self.bound: int | None = None  # the socket file's inode, to remove only our own
         from helix_engine.jobs.child import pdeathsig_setup
 
         self.death_hook = pdeathsig_setup()  # made here: it checks that the fork's parent is this process
@@ -71,17 +76,29 @@ class Zygote:
         return failed
 
     def bind(self) -> None:
-        with contextlib.suppress(warm.WarmError):
-            info = warm.hello(self.ws, self.backend)
-            raise SystemExit(f"helix: a warm worker (pid {info.get('pid')}) already serves {self.ws}")
+        """Take the socket's lock for this process's life (one worker per workspace and backend:
+        a second one, or one started while this one is busy, finds it held and exits), then bind."""
+        lock_path = self.path.with_suffix(".lock")
+        old = os.umask(0o177)
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        finally:
+            os.umask(old)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise SystemExit(f"helix: a warm worker already serves {self.ws} ({self.backend})") from None
+        self.lock_fd = fd
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)  # a socket left by a worker that died
+            os.unlink(self.path)  # a socket left by a worker that died (it held the lock while it lived)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
         try:
             sock.bind(str(self.path))
         finally:
             os.umask(old)
+        self.bound = os.stat(self.path).st_ino
         sock.listen(16)
         sock.settimeout(1.0)
         self.listener = sock
@@ -91,7 +108,7 @@ class Zygote:
             self.listener.close()
             self.listener = None
             with contextlib.suppress(OSError):
-                if os.stat(self.path).st_uid == os.getuid():
+                if os.stat(self.path).st_ino == self.bound:  # ours, not a later worker's
                     os.unlink(self.path)
         with self.lock:
             for pid in self.children:
@@ -104,6 +121,7 @@ class Zygote:
             try:
                 conn, _ = self.listener.accept()
             except TimeoutError:
+                self.end_orphans()
                 with self.lock:
                     idle = not self.children and time.monotonic() - self.last_active > self.idle_s
                 if idle:
@@ -114,6 +132,28 @@ class Zygote:
                 return 0 if self.stopping else 1
             self.handle(conn)
         return 0
+
+    def end_orphans(self) -> None:
+        """End what a fork left behind: the zygote is a subreaper, so a process a fork started
+        (setsid or not) comes here when its fork ends; any child that is not a running fork is
+        such an orphan and is killed and reaped (a cold job's supervisor does the same)."""
+        me = os.getpid()
+        with self.lock:
+            forks = set(self.children)
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) in forks:
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", encoding="utf-8", errors="replace") as handle:
+                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == me:
+                pid = int(entry.name)
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(OSError):
+                    os.waitpid(pid, os.WNOHANG)
 
     # ---------------------------------------------------------------- requests
 
@@ -132,16 +172,18 @@ class Zygote:
                                  "fingerprint": self.fingerprint, "served": self.served,
                                  "started_at": self.started, "probes_running": len(self.children)})
             elif op == "stop":
-                warm.send(conn, {"stopping": True})
+                with self.lock:
+                    running = len(self.children)
+                warm.send(conn, {"stopping": True, "probes_stopped": running})
                 self.stopping = True
             elif op == "run" and len(fds) == 3:
                 self.run(conn, message, fds)
                 return  # the waiter threads own conn now
             else:
                 warm.send(conn, {"error": f"unknown request {op!r}"})
-        except (OSError, ValueError, warm.WarmError) as exc:
-            with contextlib.suppress(OSError):
-                warm.send(conn, {"error": f"bad request: {exc}"})
+        except Exception as exc:  # noqa: BLE001 - a bad request must never end the worker
+            with contextlib.suppress(Exception):
+                warm.send(conn, {"error": f"bad request: {type(exc).__name__}: {exc}"[:500]})
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):
@@ -150,13 +192,18 @@ class Zygote:
 
     def run(self, conn: socket.socket, message: dict[str, Any], fds: list[int]) -> None:
         module, argv, cwd, env = message.get("module"), message.get("argv"), message.get("cwd"), message.get("env")
-        if module not in RUNNABLE or not isinstance(argv, list) or not isinstance(cwd, str) \
-                or not isinstance(env, dict):
+        path = message.get("path")
+        if not isinstance(module, str) or module not in RUNNABLE:
             warm.send(conn, {"error": f"the warm worker runs only {', '.join(sorted(RUNNABLE))}"})
             conn.close()
             return
-        why = warm.difference(warm.fingerprint({str(k): str(v) for k, v in env.items()}, sys.executable),
-                              self.fingerprint)
+        if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv) and isinstance(cwd, str)
+                and isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+                and isinstance(path, list) and all(isinstance(p, str) for p in path)):
+            warm.send(conn, {"error": "bad request: argv, cwd, env and path must be strings"})
+            conn.close()
+            return
+        why = warm.difference(warm.fingerprint(env, sys.executable), self.fingerprint)
         if why is not None:
             warm.send(conn, {"error": f"the job's settings differ from the worker's: {why}"})
             conn.close()
@@ -165,11 +212,12 @@ class Zygote:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # the fork: never returns
-            _child(self, conn, fds, str(module), [str(a) for a in argv], cwd, {str(k): str(v) for k, v in env.items()})
+            _child(self, conn, fds, module, argv, cwd, env, path)
         with contextlib.suppress(OSError):
             os.setpgid(pid, pid)  # also done in the fork: whichever runs first
         with self.lock:
             self.children.add(pid)
+            self.conns.add(conn)
             self.served += 1
             self.last_active = time.monotonic()
         try:
@@ -187,6 +235,7 @@ class Zygote:
         done.set()
         with self.lock:
             self.children.discard(pid)
+            self.conns.discard(conn)
             self.last_active = time.monotonic()
         reply = {"signal": os.WTERMSIG(status)} if os.WIFSIGNALED(status) else {"code": os.waitstatus_to_exitcode(status)}
         with contextlib.suppress(OSError):
@@ -206,18 +255,24 @@ class Zygote:
 
 
 def _child(z: Zygote, conn: socket.socket, fds: list[int], module: str, argv: list[str], cwd: str,
-           env: dict[str, str]) -> None:
+           env: dict[str, str], path: list[str]) -> None:
     """In the fork: become the client's process and run ``python -m module argv…``; exit with its code."""
     code = 1
     try:
         os.setpgid(0, 0)
         if z.death_hook is not None:
             z.death_hook()  # the zygote dying kills the fork
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL if sig != signal.SIGPIPE else signal.SIG_IGN)
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a fresh Python: KeyboardInterrupt
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        if z.lock_fd is not None:
+            os.close(z.lock_fd)
         if z.listener is not None:
             z.listener.close()
         conn.close()
+        for other in list(z.conns):  # other probes' connections: theirs, not this fork's
+            other.close()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -229,9 +284,9 @@ def _child(z: Zygote, conn: socket.socket, fds: list[int], module: str, argv: li
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
-        if sys.path:
-            sys.path[0] = cwd  # as `python -m` puts the working folder first
+        sys.path[:] = path  # the client's: its PYTHONPATH and working folder, as a cold child's
         sys.argv = [module, *argv]
+        atexit._clear()  # noqa: SLF001 - the zygote's exit hooks are not the job's
         try:
             entry = getattr(importlib.import_module(module), "cli_main", None)
             if callable(entry):  # preloaded: what its `if __name__ == "__main__"` runs
@@ -249,6 +304,8 @@ def _child(z: Zygote, conn: socket.socket, fds: list[int], module: str, argv: li
             traceback.print_exc()
         code = 1
     finally:
+        with contextlib.suppress(BaseException):
+            atexit._run_exitfuncs()  # noqa: SLF001 - what a cold child's interpreter runs at exit
         with contextlib.suppress(Exception):
             sys.stdout.flush()
             sys.stderr.flush()
@@ -275,6 +332,9 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    from helix_engine.jobs.procs import become_subreaper
+
+    become_subreaper()  # a fork's orphans come here, to be ended (Zygote.end_orphans)
     t0 = time.monotonic()
     failed = z.preload()
     for line in failed:

@@ -132,7 +132,7 @@ def test_the_worker_refuses_what_it_does_not_run(served: Path) -> None:
     sock = warm.connect(warm.socket_path(served, "cpu"))
     with open(os.devnull, "rb") as null_in:
         warm.send(sock, {"op": "run", "module": "helix_engine.eval.worker", "argv": [], "cwd": str(served),
-                         "env": {"TORCH_SOMETHING": "1"}}, fds=[null_in.fileno()] * 3)
+                         "env": {"TORCH_SOMETHING": "1"}, "path": []}, fds=[null_in.fileno()] * 3)
         reply, _ = warm.receive(sock)
     sock.close()
     assert "settings differ" in reply["error"]
@@ -198,3 +198,109 @@ def test_no_worker_means_a_cold_probe_with_a_quiet_note(tmp_path: Path) -> None:
     assert path is None and note.startswith(warm.NO_WORKER)
     path, note = warm.usable(ws, "npu", dict(os.environ))
     assert path is None and "not npu" in note
+
+
+# ------------------------------------------------------------------ found by a red-team review
+
+
+def _fork_ops(ws: Path, extra: Path, marker: Path) -> Path:
+    """An operator in round 2 that imports a module found only on PYTHONPATH and registers an exit
+    hook writing ``marker``: what a cold child does with both, the fork must do too."""
+    (extra / "helix_warm_extra.py").write_text("SCALE = 1.0\n")
+    op = ws / "opt-round-2" / "softmax.py"
+    op.parent.mkdir(exist_ok=True)
+    source = (ws / "softmax.py").read_text()
+    op.write_text("import atexit\nimport helix_warm_extra  # noqa: F401\n"
+                  f"atexit.register(lambda: open({str(marker)!r}, 'a').write('x'))\n" + source)
+    return op
+
+
+def test_the_fork_sees_the_jobs_pythonpath_and_runs_its_exit_hooks(served: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    extra, marker = tmp_path / "extra", tmp_path / "exited"
+    extra.mkdir()
+    op = _fork_ops(served, extra, marker)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(extra), os.environ.get("PYTHONPATH", "")]))
+    out = probe_bench(op, against="baseline", bench_file=served / "bench_softmax.py")
+    assert out.exit_code == 0 and out.worker == "warm", out.text
+    assert marker.read_text() == "x"  # the operator's atexit hook ran once, in the fork
+
+
+def test_the_zygote_survives_bad_messages_and_keeps_no_descriptor(served: Path) -> None:
+    pid = warm.hello(served, "cpu")["pid"]
+    fds_before = len(os.listdir(f"/proc/{pid}/fd"))
+    for body in ({"op": "run", "module": [], "argv": [], "cwd": "/", "env": {}, "path": []},
+                 {"op": "run", "module": "helix_engine.eval.worker", "argv": [1], "cwd": "/", "env": {}, "path": []}):
+        sock = warm.connect(warm.socket_path(served, "cpu"))
+        with open(os.devnull, "rb") as null:
+            warm.send(sock, body, fds=[null.fileno()] * 3)
+            reply, _ = warm.receive(sock)
+        sock.close()
+        assert reply["error"]
+    for _ in range(5):  # a body too deeply nested to parse, with descriptors riding along
+        sock = warm.connect(warm.socket_path(served, "cpu"))
+        with open(os.devnull, "rb") as null:
+            deep = b"[" * 200_000
+            socket.send_fds(sock, [warm.HEADER.pack(len(deep))], [null.fileno()] * 3)
+            sock.sendall(deep)
+        sock.settimeout(10)
+        with pytest.raises((ConnectionError, OSError, ValueError, KeyError)):
+            reply, _ = warm.receive(sock)
+            raise KeyError(reply["error"])  # an error answer is fine too
+        sock.close()
+    assert warm.hello(served, "cpu")["pid"] == pid
+    assert _wait(lambda: len(os.listdir(f"/proc/{pid}/fd")) <= fds_before + 1)
+
+
+def test_a_second_worker_for_the_same_workspace_leaves_the_first_alone(served: Path) -> None:
+    import subprocess
+    import sys
+
+    pid = warm.hello(served, "cpu")["pid"]
+    second = subprocess.run([sys.executable, "-m", "helix_engine.eval.zygote", str(served), "cpu", "60"],
+                            capture_output=True, text=True, timeout=120)
+    assert second.returncode != 0 and "already serves" in second.stderr + second.stdout
+    assert warm.hello(served, "cpu")["pid"] == pid  # its socket is still the first one's
+
+
+def test_stopping_the_worker_mid_probe_fails_the_probe_with_a_sentence(tmp_path: Path) -> None:
+    ws = make_ws(tmp_path, "softmax")
+    add_operator(ws, "softmax_slow", "baseline/softmax.py")
+    add_operator(ws, "softmax_hang", "opt-round-1/softmax.py")
+    warm.start(ws, "cpu", idle_s=120)
+    got: dict[str, object] = {}
+    try:
+        thread = threading.Thread(target=lambda: got.update(out=probe_bench(
+            ws / "opt-round-1" / "softmax.py", against="baseline", bench_file=ws / "bench_softmax.py")))
+        thread.start()
+        assert _wait(lambda: int(warm.hello(ws, "cpu")["probes_running"]) == 1)
+    finally:
+        warm.stop(ws, "cpu")
+    thread.join(60)
+    message = str(getattr(got.get("out"), "message", ""))
+    assert "SIGKILL" in message and "Invalid argument" not in message and "Traceback" not in message, message
+
+
+def test_what_a_fork_started_does_not_outlive_it(served: Path, tmp_path: Path) -> None:
+    """A killed fork runs no cleanup, and a process it forked (no exec: its environment names no
+    job) is in no job's tree: the zygote, a subreaper, adopts and ends it."""
+    mark = tmp_path / "grandchild.pid"
+    op = served / "opt-round-3" / "softmax.py"
+    op.parent.mkdir(exist_ok=True)
+    op.write_text("import os, time\n"
+                  "if os.fork() == 0:\n"
+                  "    os.setsid()\n"
+                  f"    open({str(mark)!r}, 'w').write(str(os.getpid()))\n"
+                  "    time.sleep(60)\n"
+                  "    os._exit(0)\n"
+                  + (served / "opt-round-1" / "softmax.py").read_text())
+    thread = threading.Thread(target=lambda: probe_bench(op, against="baseline",
+                                                         bench_file=served / "bench_softmax.py"))
+    thread.start()
+    assert _wait(lambda: mark.exists() and mark.read_text().isdigit() and _running(served) == 1, timeout_s=60)
+    grandchild = int(mark.read_text())
+    job = next(j for j in list_jobs(served) if j.status == "running" and j.kind == "probe-bench")
+    assert job.pid is not None
+    os.kill(job.pid, signal.SIGKILL)  # the client: the zygote then kills the fork with no time to clean up
+    thread.join(30)
+    assert _wait(lambda: pid_gone(grandchild)), "a process the fork started outlived it"
