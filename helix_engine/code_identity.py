@@ -14,8 +14,13 @@ from pathlib import Path
 
 @lru_cache(maxsize=8)
 def modules_digest(tag: str, names: Sequence[str]) -> str:
+    """`modules_digest_now`, read once per process (a cache's entries are made by this process's code)."""
+    return modules_digest_now(tag, names)
+
+
+def modules_digest_now(tag: str, names: Sequence[str]) -> str:
     """sha256 of ``tag``, helix's version and the bytes of each module (paths relative to
-    helix_engine/), read once per process; a missing module counts as its name."""
+    helix_engine/) as they are on disk now; a missing module counts as its name."""
     from helix_engine import __version__
 
     root = Path(__file__).resolve().parent
@@ -26,3 +31,9 @@ def modules_digest(tag: str, names: Sequence[str]) -> str:
         except OSError:
             digest.update(f"missing {name}".encode())
     return digest.hexdigest()
+
+
+def all_modules() -> tuple[str, ...]:
+    """Every helix_engine module, as `modules_digest` names them."""
+    root = Path(__file__).resolve().parent
+    return tuple(sorted(str(p.relative_to(root)) for p in root.rglob("*.py")))

@@ -109,15 +109,11 @@ def _origin(name: str) -> str | None:
 
 
 def code_digest() -> str:
-    """sha256 of every helix_engine module as it is on disk now (not cached: a worker started before
-    an edit runs old code, and a long-lived caller such as the cockpit must see the edit)."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0")
-        with contextlib.suppress(OSError):
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+    """Every helix_engine module as it is on disk now (not cached: a worker started before an edit
+    runs old code, and a long-lived caller such as the cockpit must see the edit)."""
+    from helix_engine.code_identity import all_modules, modules_digest_now
+
+    return modules_digest_now("warm", all_modules())
 
 
 def fingerprint(env: dict[str, str], python: str) -> dict[str, Any]:

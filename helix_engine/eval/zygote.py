@@ -137,23 +137,17 @@ class Zygote:
         """End what a fork left behind: the zygote is a subreaper, so a process a fork started
         (setsid or not) comes here when its fork ends; any child that is not a running fork is
         such an orphan and is killed and reaped (a cold job's supervisor does the same)."""
+        from helix_engine.jobs.tree import processes
+
         me = os.getpid()
         with self.lock:
             forks = set(self.children)
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit() or int(entry.name) in forks:
-                continue
-            try:
-                with open(f"/proc/{entry.name}/stat", encoding="utf-8", errors="replace") as handle:
-                    ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            if ppid == me:
-                pid = int(entry.name)
+        for member in processes().values():
+            if member.ppid == me and member.pid not in forks:
                 with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
+                    os.kill(member.pid, signal.SIGKILL)
                 with contextlib.suppress(OSError):
-                    os.waitpid(pid, os.WNOHANG)
+                    os.waitpid(member.pid, os.WNOHANG)
 
     # ---------------------------------------------------------------- requests
 

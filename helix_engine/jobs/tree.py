@@ -66,7 +66,8 @@ def _read(pid: int) -> Member | None:
         return None
 
 
-def _scan() -> dict[int, Member]:
+def processes() -> dict[int, Member]:
+    """Every process /proc shows, by pid (the warm worker's zygote finds its orphans here too)."""
     out: dict[int, Member] = {}
     try:
         names = os.listdir(_PROC)
@@ -108,7 +109,7 @@ class JobTree:
         root_ticks = self.root_ticks
         if not self.procfs or root_ticks is None:  # procfs is only set with the root's start ticks
             return []
-        table = _scan()
+        table = processes()
         root_now = table.get(self.root)
         root_same = root_now is None or root_now.ticks == self.root_ticks
         env_cache: dict[tuple[int, int], bool] = {}

@@ -18,7 +18,7 @@ import pytest
 from helix_engine.perf import calibration, evaluation, promotion
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.status import operator_status, render
-from helix_engine.workspace import reading, records, round_cache, status_rules
+from helix_engine.workspace import records, round_cache, status_rules
 from helix_engine.workspace.models import PerfRecord
 from helix_engine.workspace.snapshot import load_workspace, reload
 from tests.builders import DEFAULT_BENCH_MODE, Case, RoundSpec, build_workspace, write_perf
@@ -212,21 +212,6 @@ def _full_path(ws: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
         found = _derived(load_workspace(ws))
         (ws / CACHE).unlink(missing_ok=True)
     return found
-
-
-@pytest.fixture()
-def perf_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    records.forget()
-    seen: list[Path] = []
-    original = reading.read_perf_safe
-
-    def spy(path: Path, workspace: Path) -> Any:
-        seen.append(Path(path))
-        return original(path, workspace)
-
-    monkeypatch.setattr("helix_engine.workspace.round_reading.read_perf_safe", spy)
-    monkeypatch.setattr(reading, "read_perf_safe", spy)
-    return seen
 
 
 @pytest.fixture()

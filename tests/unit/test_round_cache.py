@@ -35,22 +35,6 @@ def _workspace(tmp_path: Path) -> Path:
     return build_workspace(tmp_path, baseline={"a": _case(10.0, 0), "b": _case(20.0, 1)}, rounds=rounds)
 
 
-@pytest.fixture()
-def perf_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    """Every perf file a load reads (rounds and baseline), with no record list kept in memory."""
-    records.forget()
-    seen: list[Path] = []
-    original = reading.read_perf_safe
-
-    def spy(path: Path, workspace: Path) -> Any:
-        seen.append(Path(path))
-        return original(path, workspace)
-
-    monkeypatch.setattr("helix_engine.workspace.round_reading.read_perf_safe", spy)
-    monkeypatch.setattr(reading, "read_perf_safe", spy)
-    return seen
-
-
 def _status_json(ws: Path) -> str:
     statuses, _ = collect([ws])
     return render(statuses, fmt="json")
