@@ -33,6 +33,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import tempfile
 import time
@@ -42,6 +43,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _measure  # noqa: E402 - after the sys.path lines above
 
 # ----------------------------------------------------------------------------- operators
 
@@ -221,16 +225,6 @@ def markdown(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _spread(values: list[float]) -> str:
-    ordered = sorted(values)
-    return f"{ordered[len(ordered) // 2]:.2f} ({ordered[0]:.2f}–{ordered[-1]:.2f}, n={len(ordered)})"
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2] if len(ordered) % 2 else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
-
-
 def _probe_section(paths: dict[str, Path], ws: Path, mode: str, backend: str, prof: dict[str, Any], repeats: int,
                    machine: str, rows: list[dict[str, Any]], details: dict[str, Any]) -> None:
     """(c): canonical run-bench of both sides (two cold jobs, as upstream), the adaptive probe in a
@@ -293,19 +287,19 @@ def _probe_section(paths: dict[str, Path], ws: Path, mode: str, backend: str, pr
         warm.stop(ws, backend)
     details["probe"] = {"runs": runs, "series": series, "ready": ready, "labels": labels,
                         "worker": {k: v for k, v in info.items() if k != "fingerprint"}}
-    canonical = _median(series["canonical"])
+    canonical = statistics.median(series["canonical"])
     for key in ("adaptive warm", "adaptive cold", "paired warm", "paired cold"):
         values, got = series[key], labels[key]
         agree = sum(1 for label in got if label == truth)
-        startup = f"; start-up {_spread(ready[key])} s" if ready.get(key) else ""
+        startup = f"; start-up {_measure.spread(ready[key])} s" if ready.get(key) else ""
         what = ("--adaptive time to a settled verdict" if key.startswith("adaptive") else "(paired, one job) wall time")
         worker = ("in the warm worker's fork (started once before, in "
                   f"{details['warm_worker_start_s']:.1f} s, not counted)" if key.endswith("warm")
                   else "in a fresh process")
-        rows.append(row(f"verdicts: probe-bench {what}, {key.split()[1]}", _median(values), "s",
-                        f"canonical run-bench of both sides ({_spread(series['canonical'])} s)",
-                        _median(values) / canonical, machine,
-                        f"goal <= 0.333; {worker}; {_spread(values)} s{startup}; {agree} of {len(got)} runs "
+        rows.append(row(f"verdicts: probe-bench {what}, {key.split()[1]}", statistics.median(values), "s",
+                        f"canonical run-bench of both sides ({_measure.spread(series['canonical'])} s)",
+                        statistics.median(values) / canonical, machine,
+                        f"goal <= 0.333; {worker}; {_measure.spread(values)} s{startup}; {agree} of {len(got)} runs "
                         f"classified {truth} (the truth: the reference does 1.5x the work); canonical compare-perf "
                         f"by ratio of medians: {', '.join(str(x) for x in labels['canonical'])}; interleaved "
                         f"canonical, cold, warm x {len(values)}; {mode}; wall time incl. job start"))
