@@ -172,6 +172,12 @@ class PromotionMemo:
     vs_baseline: dict[int, tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
     vs_best: dict[tuple[int, int], tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
     store: IntervalCache | None = None  # bootstrapped geomeans kept between runs (perf/interval_cache.py)
+    #: the candidates decided, in round order, and the best before each (its number; None: the
+    #: baseline): the next call given the same first k candidates (the same objects) starts at k
+    order: list[Candidate] = field(default_factory=list)
+    bests: list[int | None] = field(default_factory=list)
+    #: the result's rounds, as the call ended (a later round may have superseded an earlier best)
+    decided: dict[int, RoundPromotion] = field(default_factory=dict)
 
 
 @dataclass
@@ -217,8 +223,14 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
     margin_text = f"the calibrated {overall:.1%} noise margin" if margins.source == "calibrated" \
         else f"the {overall:.0%} noise margin"
     best: Candidate | None = None
-    for cand in sorted(candidates, key=lambda c: c.number):
+    ordered = sorted(candidates, key=lambda c: c.number)
+    start = _unchanged_prefix(ordered, previous) if memo is not None else 0
+    if start:
+        best = _resume(ordered, start, out, memo, previous)  # type: ignore[arg-type]  # start > 0: both set
+    bests = memo.bests if memo is not None else []
+    for cand in ordered[start:]:
         n = cand.number
+        bests.append(best.number if best is not None else None)
         records = cand.records if cand.records_key is None else cand.records_key
         inputs = (cand.eligible, cand.why_not, cand.metric, records, cand.vs_baseline, baseline, margins,
                   best.number, best.records if best.records_key is None else best.records_key,
@@ -237,8 +249,39 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
             if best is not None and step.superseded is not None:
                 out.rounds[best.number] = step.superseded
             best = cand
+    if memo is not None:
+        memo.order, memo.decided = ordered, dict(out.rounds)
     out.best_round = best.number if best is not None else None
     return out
+
+
+def _unchanged_prefix(ordered: list[Candidate], previous: PromotionMemo | None) -> int:
+    """How many of the first candidates are the previous call's own objects (in the same order):
+    those rounds are decided as they were (a candidate's inputs are its fields and the best before
+    it, and the best before the first of them is the same too)."""
+    if previous is None or not previous.order:
+        return 0
+    before = previous.order
+    return next((i for i, (a, b) in enumerate(zip(ordered, before)) if a is not b), min(len(ordered), len(before)))
+
+
+def _resume(ordered: list[Candidate], start: int, out: Promotion, memo: PromotionMemo,
+            previous: PromotionMemo) -> Candidate | None:
+    """``out`` and ``memo`` as the loop in ``promote`` leaves them after the first ``start``
+    candidates, from the previous call's: its entries for those rounds, except that the best
+    before ``start`` is not (yet) superseded by a later round. Returns that best."""
+    numbers = [cand.number for cand in ordered[:start]]
+    steps, vs_baseline = previous.steps, previous.vs_baseline
+    out.rounds.update((n, previous.decided[n]) for n in numbers)
+    memo.steps.update((n, steps[n]) for n in numbers)
+    memo.vs_baseline.update((n, vs_baseline[n]) for n in numbers if n in vs_baseline)
+    memo.bests[:] = previous.bests[:start]
+    last = steps[numbers[-1]][1]
+    best_number = numbers[-1] if last.becomes_best else previous.bests[start - 1]
+    if best_number is None:
+        return None
+    out.rounds[best_number] = steps[best_number][1].promotion
+    return next(cand for cand in ordered[:start] if cand.number == best_number)
 
 
 def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: Sequence[PerfRecord],

@@ -116,20 +116,21 @@ def list_round_dirs(workspace: Path, known: dict[int, Path] | None = None,
     base = Path(workspace)
     known = known or {}
     for found in entries:
-        n = round_number(found.name)
-        entry = known.get(n) if n is not None else None
-        if entry is None or entry.name != found.name:
-            entry = base / found.name
+        name = found.name
+        n = round_number(name)
         if n is None:
             problems.append(
                 Problem(
-                    file=clean_name(entry.name),
+                    file=clean_name(name),
                     severity="warning",
                     message="is not a round folder name: rounds are opt-round-N with N ≥ 1 and no "
                     "leading zeros (rename it, or move it out of the workspace)",
                 )
             )
             continue
+        # a round number has one folder name (no leading zeros), so a known path for n is this
+        # name's: reused, not joined again (~3 µs a Path, every round folder on every reload)
+        entry = known.get(n) or base / name
         if _plain_dir(found):  # a real folder, no link: nothing to check (no system call either)
             rounds[n] = entry
             continue
