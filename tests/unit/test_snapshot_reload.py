@@ -197,3 +197,66 @@ def test_reload_after_submit_round_rejects_the_best_rejudges_it(tmp_path: Path, 
     accepted = reload(rejected, [state])
     assert accepted.promotion.best_round == 2
     assert accepted.promotion.model_dump() == snap.promotion.model_dump() == load_workspace(ws).promotion.model_dump()
+
+
+def test_reload_keeps_the_folder_listing_only_while_the_folder_is_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reload does not list the workspace folder again when its identity (mtime and ctime
+    included) is the one the last listing saw, long enough ago; a new, removed or renamed round
+    folder changes that identity, and the next reload sees it as a full load does."""
+    import time
+
+    from helix_engine.workspace import layout, snapshot
+
+    ws = _ws(tmp_path)
+    listings: list[Path] = []
+    original = layout.listing
+
+    def spy(folder: Path):  # noqa: ANN202
+        listings.append(Path(folder))
+        return original(folder)
+
+    monkeypatch.setattr(layout, "listing", spy)
+    monkeypatch.setattr(snapshot, "RECENT_S", 0.05)  # the ctime cannot be aged: wait the guard out instead
+    time.sleep(0.1)
+    snap = load_workspace(ws)
+    assert len(listings) == 1
+    again = reload(snap, [ws / "opt-round-2" / "opt_add_perf.txt"])
+    assert len(listings) == 1, "an unchanged folder was listed again"
+    assert sorted(again.rounds) == [1, 2, 3]
+    write_round(ws, 4, RoundSpec({"a": 5.0, "b": 5.0}))
+    fresh = reload(again, [ws / "opt-round-4"])
+    assert len(listings) == 2 and sorted(fresh.rounds) == [1, 2, 3, 4]
+    _same(fresh, load_workspace(ws))
+    time.sleep(0.1)
+    kept = reload(fresh, [])
+    shutil.rmtree(ws / "opt-round-4")
+    gone = reload(kept, [ws / "opt-round-4"])
+    assert sorted(gone.rounds) == [1, 2, 3]
+    _same(gone, load_workspace(ws))
+    time.sleep(0.1)
+    settled = reload(gone, [])
+    (ws / "opt-round-3").rename(ws / "opt-round-5")
+    renamed = reload(settled, [])  # no path named at all: the folder's identity alone says it changed
+    assert sorted(renamed.rounds) == [1, 2, 5]
+    _same(renamed, load_workspace(ws))
+
+
+def test_reload_lists_a_folder_changed_within_the_timestamp_guard(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder changed in the last RECENT_S seconds is listed on every reload: a second change
+    in the same timestamp tick would leave its identity as it was."""
+    from helix_engine.workspace import layout
+
+    ws = _ws(tmp_path)
+    calls = [0]
+    original = layout.listing
+
+    def spy(folder: Path):  # noqa: ANN202
+        calls[0] += 1
+        return original(folder)
+
+    monkeypatch.setattr(layout, "listing", spy)
+    snap = load_workspace(ws)  # the folder was just built: within the guard
+    reload(reload(snap, []), [])
+    assert calls[0] == 3
