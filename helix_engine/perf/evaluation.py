@@ -102,6 +102,26 @@ class CaseValues:
         """``kernel_ok`` for the total-op averages."""
         return _column_ok(self.total)
 
+    @functools.cached_property
+    def kernel_bounds(self) -> tuple[float, float]:
+        """(min, max) of the kernel column, when ``kernel_ok``: every ratio of two whole columns
+        is at most max/min, so one division tells the pairing that none overflows
+        (status_rules.pair_values; a new best compares every later round with itself)."""
+        return _bounds(self.kernel)
+
+    @functools.cached_property
+    def total_bounds(self) -> tuple[float, float]:
+        """``kernel_bounds`` of the total-op column, when ``total_ok``."""
+        return _bounds(self.total)
+
+    def bounds(self, metric: str) -> tuple[float, float]:
+        return self.kernel_bounds if metric == "kernel" else self.total_bounds
+
+
+def _bounds(column: tuple[float | None, ...]) -> tuple[float, float]:
+    values: tuple[float, ...] = column  # type: ignore[assignment]  # a whole valid column: no None
+    return min(values), max(values)
+
 
 def _column_ok(column: tuple[float | None, ...]) -> bool:
     return all(type(v) is float and time_rule(v) is None for v in column)

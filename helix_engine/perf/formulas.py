@@ -40,7 +40,10 @@ def geomean_of(baseline: Sequence[float], compare: Sequence[float], *, checked: 
     """``geomean_speedup`` of the pairs zip(baseline, compare), the times as two columns (the
     promotion rule's compact comparison keeps a round's times so, issue 12). ``checked``: the
     caller has already found every time valid (``valid_time``), as the status rule's pairing does
-    for the pairs it keeps; the check is then not repeated (~4 µs of a 7 µs geomean of 20 pairs)."""
+    for the pairs it keeps; the check is then not repeated (~4 µs of a 7 µs geomean of 20 pairs).
+    Upstream's formula on the ratios, not exp((Σ ln b − Σ ln c)/n) (which would let a column keep
+    its sum): two rounds whose ratios are the same, case for case or permuted, then tie exactly,
+    and upstream breaks that tie by mean latency."""
     if not baseline:
         return None
     if not checked and not _all_valid([*baseline, *compare]):

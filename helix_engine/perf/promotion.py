@@ -18,6 +18,9 @@ Rounds are judged in round order, so a round's status depends only on files, nev
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +33,7 @@ from helix_engine.perf.results import (
     NOT_PROMOTED,
     VALIDATED,
     Basis,
+    LaterPromotion,
     Promotion,
     RoundEvaluation,
     RoundPromotion,
@@ -168,7 +172,9 @@ class PromotionMemo:
     Entries keep their inputs and are used only when the new inputs are the same objects (or
     equal ones): a memo never changes a number, it only skips recomputing it."""
 
-    steps: dict[int, tuple[tuple[object, ...], _Step]] = field(default_factory=dict)
+    #: per round: its own inputs, the best it was judged against (number, records key, entry; None:
+    #: the baseline), and the step; a step that did not read the best is kept when only the best changed
+    steps: dict[int, tuple[tuple[object, ...], tuple[object, ...] | None, _Step]] = field(default_factory=dict)
     vs_baseline: dict[int, tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
     vs_best: dict[tuple[int, int], tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
     store: IntervalCache | None = None  # bootstrapped geomeans kept between runs (perf/interval_cache.py)
@@ -180,11 +186,14 @@ class PromotionMemo:
     decided: dict[int, RoundPromotion] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Step:
     promotion: RoundPromotion
     becomes_best: bool = False
     superseded: RoundPromotion | None = None  # the previous best's entry, once this round beats it
+    #: whether the decision read the best before the round: not when the round is not eligible or
+    #: not faster than the baseline beyond the margin (its step holds whatever the best is)
+    uses_best: bool = True
 
 
 @dataclass
@@ -193,6 +202,15 @@ class Judged:
 
     geomean: SpeedupEstimate | None
     margin: float
+    #: ``_text(geomean)``, made once: a round's judgement is kept between reloads, and its text goes
+    #: into a reason each time the best before the round changes
+    shown: str | None = field(default=None, compare=False, repr=False)
+
+    def text(self) -> str:
+        if self.shown is None:
+            assert self.geomean is not None
+            self.shown = _text(self.geomean)
+        return self.shown
 
 
 _Judged = Judged
@@ -210,12 +228,16 @@ def _memo_judged(table: str, key: Any, inputs: tuple[object, ...], compute: Call
 
 def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
             noise_margin: float | NoiseMargins = evaluation.DEFAULT_NOISE_MARGIN,
-            memo: PromotionMemo | None = None, previous: PromotionMemo | None = None) -> Promotion:
+            memo: PromotionMemo | None = None, previous: PromotionMemo | None = None,
+            baseline_values: evaluation.CaseValues | None = None) -> Promotion:
     """Apply the rule to every candidate in round order. ``noise_margin``: one margin, or the
     per-case margins of ``helix calibrate`` (a geomean is judged by its cases' mean margin). A
     comparison with a paired result (``RoundEvaluation.paired``) is judged on the paired one.
     ``memo`` (filled) and ``previous`` (read): see PromotionMemo; the result is the same with or
-    without them."""
+    without them. ``baseline_values``: the baseline records' compact values (status_rules.
+    case_values), with which a round that cannot beat the best before it is known so from the two
+    rounds' geomeans against the baseline (``_bound_margin``), its comparison with that best
+    computed only when read (LaterPromotion)."""
     margins = as_margins(noise_margin)
     base_ids = [r.latency_id for r in baseline]
     overall = margins.for_geomean(base_ids)
@@ -228,22 +250,27 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
     if start:
         best = _resume(ordered, start, out, memo, previous)  # type: ignore[arg-type]  # start > 0: both set
     bests = memo.bests if memo is not None else []
+    bounds: dict[int, _BestBound | None] = {}  # _bound_decides' part of each best, for this call
+    against: tuple[object, ...] | None = None  # the best before the round, as its steps are keyed
     for cand in ordered[start:]:
         n = cand.number
         bests.append(best.number if best is not None else None)
-        records = cand.records if cand.records_key is None else cand.records_key
-        inputs = (cand.eligible, cand.why_not, cand.metric, records, cand.vs_baseline, baseline, margins,
-                  best.number, best.records if best.records_key is None else best.records_key,
-                  out.rounds[best.number]) if best is not None else \
-            (cand.eligible, cand.why_not, cand.metric, records, cand.vs_baseline, baseline, margins)
+        own = (cand.eligible, cand.why_not, cand.metric, cand.records if cand.records_key is None else cand.records_key,
+               cand.vs_baseline, baseline, margins)
+        if best is not None and (against is None or against[0] != best.number or against[2] is not out.rounds[best.number]):
+            against = (best.number, best.records if best.records_key is None else best.records_key,
+                       out.rounds[best.number])  # made again only when the best (or its entry) changes
+        elif best is None:
+            against = None
         found = previous.steps.get(n) if previous is not None else None
-        if found is None or found[0] != inputs:
-            found = (inputs, _decide(cand, best, out, baseline, margins, margin_text, memo, previous))
+        if found is None or found[0] != own or (found[2].uses_best and found[1] != against):
+            found = (own, against, _decide(cand, best, out, baseline, margins, margin_text, memo, previous,
+                                           baseline_values, bounds))
         elif memo is not None and previous is not None and n in previous.vs_baseline:
             memo.vs_baseline[n] = previous.vs_baseline[n]  # kept for when the best before it changes
         if memo is not None:
             memo.steps[n] = found  # the same entry when it was used: nothing new outlives the call
-        step = found[1]
+        step = found[2]
         out.rounds[n] = step.promotion
         if step.becomes_best:
             if best is not None and step.superseded is not None:
@@ -276,20 +303,124 @@ def _resume(ordered: list[Candidate], start: int, out: Promotion, memo: Promotio
     memo.steps.update((n, steps[n]) for n in numbers)
     memo.vs_baseline.update((n, vs_baseline[n]) for n in numbers if n in vs_baseline)
     memo.bests[:] = previous.bests[:start]
-    last = steps[numbers[-1]][1]
+    last = steps[numbers[-1]][2]
     best_number = numbers[-1] if last.becomes_best else previous.bests[start - 1]
     if best_number is None:
         return None
-    out.rounds[best_number] = steps[best_number][1].promotion
+    out.rounds[best_number] = steps[best_number][2].promotion
     return next(cand for cand in ordered[:start] if cand.number == best_number)
+
+
+def _versus(best: Candidate, cand: Candidate, margins: NoiseMargins, store: IntervalCache | None) -> _Judged:
+    """``cand`` judged against ``best``: from their compact values when that is all the rule needs
+    (``_on_values``), else from their records, bootstrapped when the point could pass."""
+    quick = _on_values(best, cand, margins)
+    if quick is not None:
+        return quick
+    reference, records = _records(best), _records(cand)
+    vs = evaluation.evaluate(reference, records, rule="status", metric=cand.metric, with_ci=False,
+                             noise_margin=margins)
+    return _judged_geomean(vs, reference, records, cand.metric, margins, store)
+
+
+def _later(best: Candidate, cand: Candidate, margins: NoiseMargins, store: IntervalCache | None, judged: Judged,
+           margin_text: str) -> tuple[SpeedupEstimate, str]:
+    """A LaterPromotion's comparison with the best, which the bound stood in for, computed (and kept
+    in the round's judgements) as the eager path does; and the reason it goes into."""
+    found = _versus(best, cand, margins, store)
+    if cand.judged is not None and best.records_key is not None:
+        cand.judged[best.number] = (best.records_key, found)
+    assert found.geomean is not None and found.geomean.interval is None \
+        and not beyond_noise(found.geomean, found.margin), "the bound decided a comparison that passes"
+    return found.geomean, (f"faster than the baseline ({judged.text()}) but not than round-{best.number} "
+                           f"beyond {margin_text} ({found.text()})")
+
+
+#: how far below the noise limit the ratio of two geomeans must lie for the bound to decide: the
+#: ratio and the direct geomean are each a few ulps (~1e-14 at 20 cases) from the exact value
+_BOUND_SLACK = 1e-9
+
+
+@dataclass(slots=True)
+class _BestBound:
+    """What ``_bound_decides`` needs of the best before a run of rounds, made once per best (a new
+    best judges every later round): its entry, values, the column the pairings take whole, its
+    geomean against the baseline, the noise margin of a comparison with it, and the largest
+    baseline time and its own extreme times (every ratio of two whole columns lies within them)."""
+
+    entry: RoundPromotion
+    values: evaluation.CaseValues
+    column: str
+    geomean: float
+    margin: float
+    base_max: float
+    best_min: float
+    best_max: float
+
+
+def _best_bound(best: Candidate, entry: RoundPromotion, base: evaluation.CaseValues | None,
+                margins: NoiseMargins) -> _BestBound | None:
+    best_geo = entry.vs_baseline
+    found = _values(best)
+    if base is None or found is None or entry.vs_baseline_paired or best_geo is None or best_geo.point <= 0 \
+            or not base.ids or not (found.ids is base.ids or found.ids == base.ids) \
+            or found.bench_mode != base.bench_mode:
+        return None
+    if best.metric in ("auto", "kernel") and base.kernel_ok and found.kernel_ok:
+        column = "kernel"
+    elif best.metric == "total-op" and base.total_ok and found.total_ok:
+        column = "total-op"
+    else:
+        return None
+    (_, base_max), (best_min, best_max) = base.bounds(column), found.bounds(column)
+    if not math.isfinite(base_max / best_min):
+        return None
+    return _BestBound(entry, found, column, best_geo.point, margins.for_geomean(found.ids), base_max, best_min,
+                      best_max)
+
+
+def _bound_decides(cand: Candidate, best: Candidate, best_entry: RoundPromotion, judged: Judged,
+                   base: evaluation.CaseValues | None, margins: NoiseMargins,
+                   kept: dict[int, _BestBound | None]) -> bool:
+    """Whether ``cand``'s comparison with ``best`` is known not to pass without computing it.
+    When the baseline, the best and the round hold the same cases, each a whole valid column of
+    the one metric both compare on, the three status-rule pairings take the same columns whole
+    (status_rules.pair_values), so the round's geomean against the best is the ratio of their
+    geomeans against the baseline (the round's, ``judged``, and the best's, ``best_entry``, each
+    from the perf files, not a paired run) to within rounding: a ratio below the limit by
+    ``_BOUND_SLACK`` decides it (the point-only comparison computes no interval either). False
+    sends the round to the comparison itself. ``kept``: the best's part, by its number, for the
+    rest of one ``promote`` call."""
+    if best.number in kept:
+        bound = kept[best.number]
+        if bound is not None and bound.entry is not best_entry:
+            bound = kept[best.number] = _best_bound(best, best_entry, base, margins)
+    else:
+        bound = kept[best.number] = _best_bound(best, best_entry, base, margins)
+    if bound is None or cand.metric != best.metric or judged.geomean is None:
+        return False
+    ev = cand.vs_baseline
+    if ev is None or (ev.paired is not None and ev.paired.geomean is not None):
+        return False
+    mine, found = _values(cand), bound.values
+    if mine is None or not (mine.ids is found.ids or mine.ids == found.ids) or mine.bench_mode != found.bench_mode \
+            or not (mine.kernel_ok if bound.column == "kernel" else mine.total_ok):
+        return False
+    mine_min = mine.bounds(bound.column)[0]
+    if not (math.isfinite(bound.base_max / mine_min) and math.isfinite(bound.best_max / mine_min)):
+        return False  # a pairing might check (and drop) pairs case by case
+    ratio = judged.geomean.point / bound.geomean
+    return math.isfinite(ratio) and ratio * (1.0 + _BOUND_SLACK) <= 1.0 + bound.margin
 
 
 def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: Sequence[PerfRecord],
             margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
-            previous: PromotionMemo | None) -> _Step:
+            previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None = None,
+            bounds: dict[int, _BestBound | None] | None = None) -> _Step:
     """The rule for one round, given the best before it (``out`` holds the rounds before it);
     the entry says whether its geomean against the baseline is the paired run's."""
-    step = _decide_rule(cand, best, out, baseline, margins, margin_text, memo, previous)
+    step = _decide_rule(cand, best, out, baseline, margins, margin_text, memo, previous, baseline_values,
+                        {} if bounds is None else bounds)
     ev = cand.vs_baseline
     if step.promotion.vs_baseline is not None and ev is not None and ev.paired is not None \
             and ev.paired.geomean is not None:  # judge_vs_baseline's choice
@@ -299,12 +430,13 @@ def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: S
 
 def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseline: Sequence[PerfRecord],
                  margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
-                 previous: PromotionMemo | None) -> _Step:
+                 previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None,
+                 bounds: dict[int, _BestBound | None]) -> _Step:
     n = cand.number
     ev = cand.vs_baseline
     if not cand.eligible or ev is None or ev.geomean is None:
         why = cand.why_not or (ev.errors[0] if ev is not None and ev.errors else "no comparison with the baseline")
-        return _Step(RoundPromotion(round=n, status=NOT_PROMOTED, reason=why))
+        return _Step(RoundPromotion(round=n, status=NOT_PROMOTED, reason=why), uses_best=False)
     store = memo.store if memo is not None else None
     kept = cand.judged.get("baseline") if cand.judged is not None else None
     if kept is not None:
@@ -326,27 +458,21 @@ def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseli
         slower = vs_base.point < 1.0 - base_margin
         return _Step(RoundPromotion(
             round=n, status=NOT_PROMOTED, vs_baseline=vs_base, basis=basis,
-            reason=(f"geomean {_text(vs_base)} vs baseline is "
-                    + ("slower than the baseline" if slower else f"not faster beyond {margin_text}"))))
+            reason=(f"geomean {judged.text()} vs baseline is "
+                    + ("slower than the baseline" if slower else f"not faster beyond {margin_text}"))),
+            uses_best=False)
     if best is None:
         return _Step(RoundPromotion(
             round=n, status=CURRENT_BEST, vs_baseline=vs_base, basis=basis,
-            reason=f"geomean {_text(vs_base)} vs baseline, faster beyond {margin_text}"), becomes_best=True)
+            reason=f"geomean {judged.text()} vs baseline, faster beyond {margin_text}"), becomes_best=True)
 
-    def versus_best() -> _Judged:
-        assert best is not None
-        quick = _on_values(best, cand, margins)
-        if quick is not None:
-            return quick
-        reference, records = _records(best), _records(cand)
-        vs = evaluation.evaluate(reference, records, rule="status", metric=cand.metric, with_ci=False,
-                                 noise_margin=margins)
-        return _judged_geomean(vs, reference, records, cand.metric, margins,
-                               memo.store if memo is not None else None)
-
+    versus_best = functools.partial(_versus, best, cand, margins, store)
     known = cand.judged.get(best.number) if cand.judged is not None else None
     if known is not None and best.records_key is not None and known[0] == best.records_key:
         vs = known[1]
+    elif _bound_decides(cand, best, out.rounds[best.number], judged, baseline_values, margins, bounds):
+        return _Step(LaterPromotion((_later, (best, cand, margins, store, judged, margin_text)), n, VALIDATED,
+                                    vs_base, best.number, "point"))
     elif cand.judged is not None and best.records_key is not None:
         vs = versus_best()  # kept in the round's judgements, which the next call reads first (no memo entry)
         cand.judged[best.number] = (best.records_key, vs)
@@ -355,22 +481,21 @@ def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseli
                           versus_best, previous, memo)
     vs_best = vs.geomean
     if vs_best is None:
-        reason = f"faster than the baseline ({_text(vs_base)}) but not comparable with round-{best.number}"
+        reason = f"faster than the baseline ({judged.text()}) but not comparable with round-{best.number}"
         return _Step(RoundPromotion(round=n, status=VALIDATED, vs_baseline=vs_base, basis=basis,
                                     previous_best=best.number, reason=reason))
     if vs_best.interval is None:
         basis = "point"
     if beyond_noise(vs_best, vs.margin):
         old = out.rounds[best.number]
-        superseded = old.model_copy(update={
-            "status": VALIDATED, "reason": f"{old.reason}; superseded by round-{n}"})
+        superseded = dataclasses.replace(old, status=VALIDATED, reason=f"{old.reason}; superseded by round-{n}")
         return _Step(RoundPromotion(
             round=n, status=CURRENT_BEST, vs_baseline=vs_base, vs_previous_best=vs_best, basis=basis,
             previous_best=best.number,
-            reason=f"geomean {_text(vs_base)} vs baseline and {_text(vs_best)} vs round-{best.number}, "
+            reason=f"geomean {judged.text()} vs baseline and {vs.text()} vs round-{best.number}, "
                    f"both faster beyond {margin_text}"), becomes_best=True, superseded=superseded)
     return _Step(RoundPromotion(
         round=n, status=VALIDATED, vs_baseline=vs_base, vs_previous_best=vs_best, basis=basis,
         previous_best=best.number,
-        reason=f"faster than the baseline ({_text(vs_base)}) but not than round-{best.number} "
-               f"beyond {margin_text} ({_text(vs_best)})"))
+        reason=f"faster than the baseline ({judged.text()}) but not than round-{best.number} "
+               f"beyond {margin_text} ({vs.text()})"))

@@ -45,6 +45,7 @@ _FOREIGN_PERF = "foreign_perf"  # extra: round -> its perf file, when not direct
 _PER_ROUND = ("round_file_problems", "round_state_notes", "round_targets", _FOREIGN_PERF)
 _SAME_FILE = "same_file_checks"  # extra: round -> (its paths, baseline perf and its identity), (results)
 _ROUND_LINES = "round_lines"  # extra: (context, round -> parent, source, workflow status, problems)
+_LISTED_MISSING = "listed_missing"  # extra: ((state, rounds, half-started), its problems)
 _LISTING = "folder_listing"  # extra: _Listing, what the last listing of the workspace folder found
 
 
@@ -462,12 +463,13 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     context = (wf, base_perf, base_key, frozenset(snap.rounds))
     before = snap.extra.get(_ROUND_LINES)
     reusable = before[1] if owned is not None and before is not None and before[0] == context else {}
-    for n, view in snap.rounds.items():
-        if owned is not None and n in reusable and n not in owned:  # reusable is empty without owned
-            per_round[n] = reusable[n]
-            if n in previous_checks:
-                checks[n] = previous_checks[n]
-            continue
+    todo: Iterable[int] = snap.rounds
+    if reusable:  # the same rounds: every line is last time's but the re-read rounds'
+        per_round, checks = dict(reusable), dict(previous_checks)
+        todo = sorted(n for n in owned if n in snap.rounds) if owned is not None else snap.rounds
+    for n in todo:
+        view = snap.rounds[n]
+        checks.pop(n, None)
         entry = wf_rounds.get(str(n)) if wf_rounds else None
         recorded = entry.parent_round if entry is not None else None
         parent, parent_problem = _normalize_parent(view, existing, recorded)
@@ -507,21 +509,28 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     # crash leftovers (a few stats): a half-done start-round explains its missing folder itself
     derived += [leftover.problem() for leftover in leftovers.detect(snap.root, wf)]
     half_started = leftovers.half_started_round(snap.root, wf)
-    if wf is not None:
-        for key, entry in wf.rounds.items():
-            if key.isdigit() and int(key) not in existing and int(key) != half_started:
-                derived.append(Problem(".helix/state.json", f"lists round {key} ({entry.status}) but "
-                                       f"{entry.round_dir} does not exist; restore the folder or start the "
-                                       "round again", severity="warning"))
+    derived += _listed_missing(snap, wf, context[3], half_started)
     # reads the memo the snapshot it was reloaded from left; the statuses are the ones derived above
-    evaluation = status_rules.evaluate(snap, statuses={n: d[2] for n, d in per_round.items()})
+    before_results = snap.evaluation.results if snap.evaluation is not None and reusable else None
+    before_promoted = snap.promotion.rounds if snap.promotion is not None and reusable else None
+    evaluation = status_rules.evaluate(snap, statuses={n: d[2] for n, d in per_round.items()}, reread=owned)
     snap.extra[status_rules.MEMO_KEY] = evaluation.memo
     snap.evaluation = evaluation
     snap.promotion = evaluation.promotion
     promoted = evaluation.promotion.rounds
-    for n, view in list(snap.rounds.items()):
+    results = evaluation.results
+    visit: Iterable[int] = list(snap.rounds)
+    if before_results is not None and before_promoted is not None and owned is not None:
+        # a view whose line, result and promotion are the objects it was last given is unchanged
+        # (each assigned below, or by the load before): only the others are looked at
+        visit = sorted({*owned, *(n for n, r in results.items() if r is not before_results.get(n)),
+                        *(n for n in before_results if n not in results),
+                        *(n for n, p in promoted.items() if p is not before_promoted.get(n)),
+                        *(n for n in before_promoted if n not in promoted)} & snap.rounds.keys())
+    for n in visit:
+        view = snap.rounds[n]
         parent, source, workflow_status, problems = per_round[n]
-        result = evaluation.results.get(n)
+        result = results.get(n)
         comparison = result.comparison if result is not None else None
         if result is not None and result.problems:
             problems = problems + result.problems  # a new list: the line above is kept for the next reload
@@ -546,6 +555,26 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     problems += snap.extra.get("verify_problems", [])
     problems += derived + evaluation.problems + snap.extra.get("internal_problems", [])
     snap.problems = list(dict.fromkeys(problems))
+
+
+def _listed_missing(snap: WorkspaceSnapshot, wf: Any, rounds: frozenset[int], half_started: int | None,
+                    ) -> list[Problem]:
+    """A problem for each round .helix/state.json lists whose folder does not exist (but the one a
+    half-done start-round explains): last time's list when the state and the rounds are the same
+    objects and set (a reload after a perf file: ~1000 entries not looked at again)."""
+    key = (wf, rounds, half_started)
+    before = snap.extra.get(_LISTED_MISSING)
+    if before is not None and before[0][0] is wf and before[0][1:] == key[1:]:
+        return before[1]
+    found: list[Problem] = []
+    if wf is not None:
+        for name, entry in wf.rounds.items():
+            if name.isdigit() and int(name) not in rounds and int(name) != half_started:
+                found.append(Problem(".helix/state.json", f"lists round {name} ({entry.status}) but "
+                                     f"{entry.round_dir} does not exist; restore the folder or start the "
+                                     "round again", severity="warning"))
+    snap.extra[_LISTED_MISSING] = (key, found)
+    return found
 
 
 def snapshot_summary(snap: WorkspaceSnapshot) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import functools
 import math
 import operator
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -183,11 +183,13 @@ def pair_values(base: CaseValues, cand: CaseValues, metric: str) -> ValuePairs:
             else "total-op"
         b_col, c_col = (b_kernel, c_kernel) if whole == "kernel" else (b_total, c_total)
         if (metric != "auto" or whole == "kernel") and \
-                (base.kernel_ok and cand.kernel_ok if whole == "kernel" else base.total_ok and cand.total_ok) \
-                and all(map(math.isfinite, map(operator.truediv, b_col, c_col))):  # pair_problem: none
-            out.ids, out.metrics = base.ids, (whole,) * len(base.ids)
-            out.baseline, out.compare = b_col, c_col  # type: ignore[assignment]  # no None: *_ok
-            return out
+                (base.kernel_ok and cand.kernel_ok if whole == "kernel" else base.total_ok and cand.total_ok):
+            # pair_problem finds none: every ratio is at most max/min, so finite when that is
+            if math.isfinite(base.bounds(whole)[1] / cand.bounds(whole)[0]) \
+                    or all(map(math.isfinite, map(operator.truediv, b_col, c_col))):
+                out.ids, out.metrics = base.ids, (whole,) * len(base.ids)
+                out.baseline, out.compare = b_col, c_col  # type: ignore[assignment]  # no None: *_ok
+                return out
     ids: list[str] = []
     metrics: list[Metric] = []
     b_out: list[float] = []
@@ -390,9 +392,21 @@ class LoggedBest:
 
 def logged_best_from_note(note: Any) -> LoggedBest:
     """From a parsed OptNote: Overall Summary ``Final best round:`` else the last
-    ``Best status: current best`` round; plus the logged ``Geomean speedup:`` text."""
+    ``Best status: current best`` round; plus the logged ``Geomean speedup:`` text. The last
+    note's answer is kept (a reload that did not read opt-note.md again has the same note)."""
     if note is None:
         return LoggedBest(None, None, None)
+    if _LOGGED[0] is note:
+        return _LOGGED[1]
+    found = _logged_best(note)
+    _LOGGED[:] = [note, found]
+    return found
+
+
+_LOGGED: list[Any] = [None, None]  # the last note asked about and its LoggedBest
+
+
+def _logged_best(note: Any) -> LoggedBest:
     marker: str | None = None
     for entry in getattr(note, "rounds", []) or []:
         status = getattr(entry, "best_status", None)
@@ -470,10 +484,12 @@ class Evaluation:
 
 
 def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str | None] | None = None,
-             noise_margin: float | NoiseMargins | None = None) -> Evaluation:
+             noise_margin: float | NoiseMargins | None = None, reread: Collection[int] | None = None) -> Evaluation:
     """Apply the upstream status rules to a loaded snapshot (``metric`` = the ``-m`` value), then
     the promotion rule. ``statuses`` overrides workflow statuses (submit-round records round N's
-    outcome before .helix/state.json says it). ``noise_margin`` None: the workspace's margins
+    outcome before .helix/state.json says it). ``reread``: the only rounds whose views (and
+    per-round notes) may differ from the ones the snapshot's memo saw (a reload's re-read rounds);
+    None: any. ``noise_margin`` None: the workspace's margins
     (``helix calibrate``'s, else 1%). A round whose perf file has a current paired result against
     the baseline operator (``*.paired.json``) is judged on it."""
     extra = snap.extra
@@ -534,20 +550,24 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str
         # looked at one by one (~3 µs a round in the loop below, at 1000 rounds of which one changed)
         rounds, seen_before = snap.rounds, previous.seen
         memo.rounds, memo.seen = dict(previous.rounds), dict(seen_before)
-        for n in [n for n in order if (s := seen_before.get(n)) is None or s[0] is not rounds[n].inputs
+        looked_at = order if reread is None else sorted(n for n in reread if n in rounds)
+        for n in [n for n in looked_at if (s := seen_before.get(n)) is None or s[0] is not rounds[n].inputs
                   or s[1] != rounds[n].records_digest or s[2] != notes.get(n)]:
             judge(n)
     else:
         for n in order:
             judge(n)
-    outcomes = [entry[1] for entry in memo.rounds.values()]  # in round order
-    results = {n: o.result for n, o in zip(memo.rounds, outcomes) if o.result is not None}
-    skipped = {n: o.skipped for n, o in zip(memo.rounds, outcomes) if o.skipped is not None}
-    warnings += [w for o in outcomes if o.warnings for w in o.warnings]
-    best = _best_of((n, entry[1].rank) for n, entry in memo.rounds.items())  # in round order: best_round's
+    changed = _changed_entries(memo, previous)
+    results, skipped, round_warnings, best = _outcomes(memo, previous, changed)
+    memo.outcomes = (results, skipped, round_warnings, best)
+    warnings += round_warnings
+    if reread is not None and changed is not None:
+        reread = {*reread, *changed}  # a round judged anew (another baseline operator …) is looked at too
+    else:
+        reread = None
     judged_before = sum(len(entry[1].judged) for entry in memo.rounds.values()) if cache is not None else 0
     promotion = _promote(snap, metric, results, skipped, base_records, statuses or {}, noise_margin, memo,
-                         previous)
+                         previous, reread)
     memo.promotion.store.save()  # when it bootstrapped something new
     if cache is not None and (computed or cache.dirty or judged_before
                               != sum(len(entry[1].judged) for entry in memo.rounds.values())):
@@ -611,6 +631,62 @@ class EvaluationMemo:
     candidates: dict[int, tuple[tuple[Any, ...], Candidate]] = field(default_factory=dict)
     #: per round, the workflow status the promotion rule read (``_promote``)
     statuses: dict[int, str | None] = field(default_factory=dict)
+    #: what ``_outcomes`` made of ``rounds``: results, skipped, the rounds' warnings, upstream's best
+    outcomes: tuple[dict[int, RoundResult], dict[int, str], list[str], int | None] | None = None
+
+
+def _changed_entries(memo: EvaluationMemo, previous: EvaluationMemo | None) -> list[int] | None:
+    """The rounds whose entry in ``memo.rounds`` is not the previous memo's (the same rounds in
+    both); None when the rounds differ or there is no previous memo."""
+    if previous is None or list(previous.rounds) != list(memo.rounds):
+        return None
+    old_entries = previous.rounds
+    return [n for n, entry in memo.rounds.items() if entry is not old_entries[n]]
+
+
+def _outcomes(memo: EvaluationMemo, previous: EvaluationMemo | None, changed: list[int] | None,
+              ) -> tuple[dict[int, RoundResult], dict[int, str], list[str], int | None]:
+    """The rounds' results and skip reasons, their warnings in round order and upstream's best round
+    (the first with the highest rank), from ``memo.rounds``; from the previous memo's, changed at
+    the ``changed`` rounds (``_changed_entries``; a reload: usually one of 1000)."""
+    entries = memo.rounds
+    before = previous.outcomes if previous is not None else None
+    if before is not None and previous is not None and changed is not None:
+        old_entries = previous.rounds
+        results, skipped, round_warnings, best = dict(before[0]), dict(before[1]), before[2], before[3]
+        for n in changed:
+            outcome, old = entries[n][1], old_entries[n][1]
+            if outcome.result is None:
+                results.pop(n, None)
+            else:
+                results[n] = outcome.result
+            if outcome.skipped is None:
+                skipped.pop(n, None)
+            else:
+                skipped[n] = outcome.skipped
+            if outcome.warnings != old.warnings:
+                round_warnings = [w for e in entries.values() if e[1].warnings for w in e[1].warnings]
+        top = old_entries[best][1].rank if best is not None else None  # the best's rank before
+
+        def keeps_best(n: int) -> bool:
+            """The best stays the best after round ``n`` changed: ``n`` is the best and did not fall
+            (every other round ranked below it or tied later, and still does), or ``n`` is not the
+            best and does not outrank it now."""
+            rank = entries[n][1].rank
+            if n == best:
+                return rank is not None and top is not None and rank >= top
+            if rank is None:
+                return True
+            return top is not None and best is not None and (rank < top or (rank == top and n > best))
+
+        if all(map(keeps_best, changed)):
+            return results, skipped, round_warnings, best
+        return results, skipped, round_warnings, _best_of((n, entry[1].rank) for n, entry in entries.items())
+    outcomes = [entry[1] for entry in entries.values()]  # in round order
+    results = {n: o.result for n, o in zip(entries, outcomes) if o.result is not None}
+    skipped = {n: o.skipped for n, o in zip(entries, outcomes) if o.skipped is not None}
+    round_warnings = [w for o in outcomes if o.warnings for w in o.warnings]
+    return results, skipped, round_warnings, _best_of((n, o.rank) for n, o in zip(entries, outcomes))
 
 
 def _context(base_records: list[PerfRecord], base_file: str, metric: str | None, margins: Any) -> list[Any]:
@@ -696,9 +772,9 @@ def round_comparison(snap: Any, n: int, metric: str | None = None) -> RoundEvalu
 def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], skipped: dict[int, str],
              base_records: list[PerfRecord], statuses: Mapping[int, str | None],
              noise_margin: float | NoiseMargins, memo: EvaluationMemo | None = None,
-             previous: EvaluationMemo | None = None) -> Promotion:
+             previous: EvaluationMemo | None = None, reread: Collection[int] | None = None) -> Promotion:
     """The promotion rule over every round: eligible when the status rules compared it and no
-    submit-round failed it."""
+    submit-round failed it. ``reread``: as for ``evaluate``."""
     rounds = snap.rounds
     order = sorted(rounds)
     in_effect = {n: statuses.get(n, rounds[n].workflow_status) for n in order}
@@ -732,7 +808,9 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
         # candidate (copied at once); only the others are made again (see evaluate)
         made.update(kept)
         before = previous.rounds
-        for n in [n for n in order if memo.rounds.get(n) is not before.get(n)
+        # reread: the rounds whose view may differ and those whose judged entry changed (evaluate)
+        looked_at = order if reread is None else sorted(n for n in reread if n in rounds)
+        for n in [n for n in looked_at if memo.rounds.get(n) is not before.get(n)
                   or (k := kept[n][0])[0] is not rounds[n].inputs or k[2] is not rounds[n].state]:
             candidate(n)
     else:
@@ -743,7 +821,8 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
     candidates = [entry[1] for entry in made.values()]
     return promote(candidates, base_records, noise_margin=noise_margin,
                    memo=memo.promotion if memo is not None else None,
-                   previous=previous.promotion if previous is not None else None)
+                   previous=previous.promotion if previous is not None else None,
+                   baseline_values=case_values(base_records) if base_records else None)
 
 
 def view_values(view: RoundView) -> CaseValues | None:

@@ -7,6 +7,7 @@ load with no compact path and no cache does."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -17,6 +18,7 @@ import pytest
 
 from helix_engine.perf import calibration, evaluation, promotion
 from helix_engine.perf.margins import NoiseMargins
+from helix_engine.perf.results import LaterPromotion
 from helix_engine.status import operator_status, render
 from helix_engine.workspace import records, round_cache, status_rules
 from helix_engine.workspace.models import PerfRecord
@@ -196,7 +198,7 @@ def _derived(snap: Any) -> dict[str, Any]:
     ev = snap.evaluation
     return json.loads(json.dumps({
         "rounds": {n: {"comparison": v.comparison.model_dump() if v.comparison else None,
-                       "promotion": v.promotion.model_dump() if v.promotion else None,
+                       "promotion": dataclasses.asdict(v.promotion) if v.promotion else None,
                        "problems": sorted(map(str, v.problems))} for n, v in sorted(snap.rounds.items())},
         "promotion": snap.promotion.model_dump(), "best": snap.best_round, "warnings": ev.warnings,
         "skipped": ev.skipped, "problems": sorted(map(str, snap.problems)),
@@ -240,10 +242,15 @@ def test_a_mid_round_made_the_best_judges_later_rounds_from_values_as_a_fresh_lo
     after = reload(snap, [_perf(ws, 4)])
     assert after.promotion.best_round == 4
     later = {n: after.promotion.rounds[n] for n in range(5, 13)}
+    # round 5 holds the baseline's cases, as round 4 does: decided by the bound, compared when read
+    five = status_rules.view_values(snap.rounds[5])
+    assert isinstance(later[5], LaterPromotion) and later[5].pending
+    assert all(args[1] is not five for args in compact_calls)
     assert all(p.previous_best == 4 and p.status == "validated branch" for n, p in later.items() if n != 11)
     assert later[11].status == "not promoted"  # lacks case d: not compared with the baseline
     assert "not comparable with round-4" not in later[12].reason  # its extra case is not the best's
     assert later[9].vs_previous_best is not None and later[10].vs_previous_best is not None
+    assert later[5].reason and not later[5].pending and any(args[1] is five for args in compact_calls)
     assert {args[1] for args in compact_calls} >= {status_rules.view_values(snap.rounds[n]) for n in (5, 9, 10, 12)}
     assert not set(perf_reads) & {_perf(ws, n) for n in range(5, 13)}  # no later round's records read
     assert _derived(after) == _derived(load_workspace(ws)) == _full_path(ws, monkeypatch)
@@ -264,6 +271,7 @@ def test_a_later_round_whose_point_could_pass_is_judged_from_its_records(
     assert after.promotion.best_round == 7 and seven.previous_best == 4 and seven.status == "current best"
     assert seven.vs_previous_best is not None and seven.vs_previous_best.interval is not None  # bootstrapped
     assert _perf(ws, 7) in perf_reads and after.promotion.rounds[4].status == "validated branch"
+    assert after.promotion.rounds[5].vs_previous_best is not None  # decided by the bound; compared when read
     assert status_rules.view_values(snap.rounds[5]) in {args[1] for args in compact_calls}
     assert _derived(after) == _derived(load_workspace(ws)) == _full_path(ws, monkeypatch)
 
@@ -346,6 +354,7 @@ def test_tampered_stored_values_are_a_miss(tmp_path: Path, tamper: str, monkeypa
     write_perf(_perf(ws, 4), _cases(0.5, 4, True))
     compact_calls.clear()
     after = reload(snap, [_perf(ws, 4)])
+    assert all(p.reason for p in after.promotion.rounds.values())  # a comparison the bound decided is made now
     assert (found in {args[1] for args in compact_calls}) == (tamper == "not a list")
     assert _derived(after) == _full_path(ws, monkeypatch)
 

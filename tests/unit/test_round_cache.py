@@ -90,6 +90,7 @@ def test_a_same_bytes_rewrite_of_the_best_round_judges_no_later_round_again(
     original = evaluation.compare_values
     monkeypatch.setattr(evaluation, "compare_values", lambda *args: compared.append(args) or original(*args))
     after = reload(snap, [best])
+    assert after.rounds[3].promotion is not None and after.rounds[3].promotion.reason  # compared when read
     assert status_rules.view_values(snap.rounds[3]) in [args[1] for args in compared]
     assert ws / "opt-round-3" / "opt_add_perf.txt" not in perf_reads
     fresh = load_workspace(ws)
