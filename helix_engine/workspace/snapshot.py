@@ -462,7 +462,7 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     # reload reuses the lines of the rounds it did not re-read
     context = (wf, base_perf, base_key, frozenset(snap.rounds))
     before = snap.extra.get(_ROUND_LINES)
-    reusable = before[1] if owned is not None and before is not None and before[0] == context else {}
+    reusable = before[1] if owned is not None and before is not None and _lines_hold(before[0], context) else {}
     todo: Iterable[int] = snap.rounds
     if reusable:  # the same rounds: every line is last time's but the re-read rounds'
         per_round, checks = dict(reusable), dict(previous_checks)
@@ -555,6 +555,17 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     problems += snap.extra.get("verify_problems", [])
     problems += derived + evaluation.problems + snap.extra.get("internal_problems", [])
     snap.problems = list(dict.fromkeys(problems))
+
+
+def _lines_hold(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:
+    """Whether round lines made under context ``before`` hold under ``now``: the same state,
+    baseline perf file and rounds, or the same but for rounds added after every earlier one (a new
+    round folder). A round's parent is an earlier round, so no earlier round's line can name one
+    added after it."""
+    if before == now:
+        return True
+    old, new = before[3], now[3]
+    return before[:3] == now[:3] and old < new and (not old or min(new - old) > max(old))
 
 
 def _listed_missing(snap: WorkspaceSnapshot, wf: Any, rounds: frozenset[int], half_started: int | None,

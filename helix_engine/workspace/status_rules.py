@@ -544,16 +544,19 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str
         memo.seen[n] = seen
 
     order = sorted(snap.rounds)
-    if previous is not None and same_operator and list(previous.rounds) == order:
-        # a reload: the same rounds, most with the same inputs object as last time (a round not read
-        # again keeps its view's). Their entries are last time's, copied at once; only the others are
-        # looked at one by one (~3 µs a round in the loop below, at 1000 rounds of which one changed)
+    if previous is not None and same_operator and _extends(previous.rounds, order):
+        # a reload: the same rounds (or more, after them), most with the same inputs object as last
+        # time (a round not read again keeps its view's). Their entries are last time's, copied at
+        # once; only the others are looked at one by one (~3 µs a round in the loop below, at 1000
+        # rounds of which one changed)
         rounds, seen_before = snap.rounds, previous.seen
         memo.rounds, memo.seen = dict(previous.rounds), dict(seen_before)
-        looked_at = order if reread is None else sorted(n for n in reread if n in rounds)
+        looked_at = order if reread is None else sorted({*(n for n in reread if n in rounds),
+                                                          *order[len(previous.rounds):]})
         for n in [n for n in looked_at if (s := seen_before.get(n)) is None or s[0] is not rounds[n].inputs
                   or s[1] != rounds[n].records_digest or s[2] != notes.get(n)]:
             judge(n)
+        memo.rounds = {n: memo.rounds[n] for n in order}  # in round order, the added rounds last
     else:
         for n in order:
             judge(n)
@@ -635,13 +638,19 @@ class EvaluationMemo:
     outcomes: tuple[dict[int, RoundResult], dict[int, str], list[str], int | None] | None = None
 
 
+def _extends(before: Mapping[int, Any], order: list[int]) -> bool:
+    """Whether the rounds in ``order`` are those of ``before`` (in order), then maybe more."""
+    return len(before) <= len(order) and list(before) == order[:len(before)]
+
+
 def _changed_entries(memo: EvaluationMemo, previous: EvaluationMemo | None) -> list[int] | None:
-    """The rounds whose entry in ``memo.rounds`` is not the previous memo's (the same rounds in
-    both); None when the rounds differ or there is no previous memo."""
-    if previous is None or list(previous.rounds) != list(memo.rounds):
+    """The rounds whose entry in ``memo.rounds`` is not the previous memo's, the rounds added
+    after the previous memo's included; None when the rounds differ otherwise or there is no
+    previous memo."""
+    if previous is None or not _extends(previous.rounds, list(memo.rounds)):
         return None
     old_entries = previous.rounds
-    return [n for n, entry in memo.rounds.items() if entry is not old_entries[n]]
+    return [n for n, entry in memo.rounds.items() if entry is not old_entries.get(n)]
 
 
 def _outcomes(memo: EvaluationMemo, previous: EvaluationMemo | None, changed: list[int] | None,
@@ -655,7 +664,7 @@ def _outcomes(memo: EvaluationMemo, previous: EvaluationMemo | None, changed: li
         old_entries = previous.rounds
         results, skipped, round_warnings, best = dict(before[0]), dict(before[1]), before[2], before[3]
         for n in changed:
-            outcome, old = entries[n][1], old_entries[n][1]
+            outcome, old = entries[n][1], (old_entries[n][1] if n in old_entries else None)
             if outcome.result is None:
                 results.pop(n, None)
             else:
@@ -664,9 +673,9 @@ def _outcomes(memo: EvaluationMemo, previous: EvaluationMemo | None, changed: li
                 skipped.pop(n, None)
             else:
                 skipped[n] = outcome.skipped
-            if outcome.warnings != old.warnings:
+            if outcome.warnings != (old.warnings if old is not None else []):
                 round_warnings = [w for e in entries.values() if e[1].warnings for w in e[1].warnings]
-        top = old_entries[best][1].rank if best is not None else None  # the best's rank before
+        top = old_entries[best][1].rank if best is not None and best in old_entries else None  # its rank before
 
         def keeps_best(n: int) -> bool:
             """The best stays the best after round ``n`` changed: ``n`` is the best and did not fall
@@ -803,13 +812,16 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
                 values=functools.partial(view_values, view)))
         made[n] = found
 
-    if memo is not None and previous is not None and previous.statuses == in_effect and list(kept) == order:
+    if memo is not None and previous is not None and _extends(kept, order) \
+            and (previous.statuses == in_effect if len(kept) == len(order)
+                 else all(in_effect[n] == status for n, status in previous.statuses.items())):
         # a reload: a round whose status, view and judged entry are last time's has last time's
-        # candidate (copied at once); only the others are made again (see evaluate)
+        # candidate (copied at once); only the others are made again (see evaluate), and the rounds
+        # added after the last time's
         made.update(kept)
         before = previous.rounds
         # reread: the rounds whose view may differ and those whose judged entry changed (evaluate)
-        looked_at = order if reread is None else sorted(n for n in reread if n in rounds)
+        looked_at = order if reread is None else sorted({*(n for n in reread if n in rounds), *order[len(kept):]})
         for n in [n for n in looked_at if memo.rounds.get(n) is not before.get(n)
                   or (k := kept[n][0])[0] is not rounds[n].inputs or k[2] is not rounds[n].state]:
             candidate(n)

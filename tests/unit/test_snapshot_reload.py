@@ -260,3 +260,46 @@ def test_reload_lists_a_folder_changed_within_the_timestamp_guard(tmp_path: Path
     snap = load_workspace(ws)  # the folder was just built: within the guard
     reload(reload(snap, []), [])
     assert calls[0] == 3
+
+
+def test_a_round_added_after_the_others_derives_and_judges_only_itself(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new round folder numbered after every other (the usual new round): the earlier rounds'
+    lines, judgements and candidates are last time's (none can name a later round as its parent),
+    and the snapshot equals a full load. A round filling a gap below the last one is not such a
+    round: an earlier round's parent may name it, and everything is derived again."""
+    from helix_engine.workspace import snapshot as snapshot_module
+    from helix_engine.workspace import status_rules
+
+    ws = _ws(tmp_path)
+    write_round(ws, 5, RoundSpec({"a": 7.0, "b": 9.0}, parent="opt-round-4"))  # 4 is missing: a problem
+    snap = reload(load_workspace(ws), [])
+    derived: list[int] = []
+    keyed: list[int] = []
+    normalize, round_key = snapshot_module._normalize_parent, status_rules._round_key
+
+    def derive_spy(view, *args):  # noqa: ANN001, ANN002, ANN202
+        derived.append(view.number)
+        return normalize(view, *args)
+
+    def key_spy(view, *args):  # noqa: ANN001, ANN002, ANN202
+        keyed.append(view.number)
+        return round_key(view, *args)
+
+    monkeypatch.setattr(snapshot_module, "_normalize_parent", derive_spy)
+    monkeypatch.setattr(status_rules, "_round_key", key_spy)
+    write_round(ws, 6, RoundSpec({"a": 4.0, "b": 8.0}, parent="opt-round-2"))
+    after = reload(snap, [ws / "opt-round-6"])
+    assert derived == [6] and keyed == [6]
+    assert all(after.rounds[n] is snap.rounds[n] or after.rounds[n].promotion is not snap.rounds[n].promotion
+               for n in (1, 2, 3, 5))  # a view is shared unless its promotion changed
+    _same(after, load_workspace(ws))
+    assert after.promotion == load_workspace(ws).promotion
+    assert any("opt-round-4" in p.message for p in after.problems)
+    derived.clear()
+    write_round(ws, 4, RoundSpec({"a": 9.0, "b": 19.0}))  # fills the gap round 5 names as its parent
+    filled = reload(after, [ws / "opt-round-4"])
+    assert sorted(derived) == [1, 2, 3, 4, 5, 6]
+    assert filled.rounds[5].parent == "opt-round-4" and not any("opt-round-4" in p.message for p in filled.problems)
+    _same(filled, load_workspace(ws))
+    assert filled.promotion == load_workspace(ws).promotion
