@@ -203,11 +203,15 @@ class LaterPromotion(RoundPromotion):
         self._make: tuple[Callable[..., tuple[SpeedupEstimate, str]], tuple[Any, ...]] | None = make
 
     def _made(self) -> None:
-        make, self._make = self._make, None
+        """Compute the pending fields, then mark them made: a second thread reading meanwhile (the
+        cockpit's screen while a worker reloads) computes them too, the same values, and never reads
+        them unset."""
+        make = self._make
         if make is not None:
             vs_best, reason = make[0](*make[1])
             _VS_BEST.__set__(self, vs_best)
             _REASON.__set__(self, reason)
+            self._make = None
 
     @property
     def reason(self) -> str:

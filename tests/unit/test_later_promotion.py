@@ -110,3 +110,29 @@ def test_the_bound_leaves_a_round_near_the_noise_limit_to_the_comparison(tmp_pat
     assert isinstance(three, LaterPromotion) and three.pending
     assert math.isclose(three.vs_previous_best.point, 0.5 / 0.6) and not three.pending
     assert snap.promotion.rounds[2].status == VALIDATED and snap.promotion.best_round == 1
+
+
+def test_a_reader_in_another_thread_never_sees_the_pending_fields_unset() -> None:
+    """The cockpit's screen may read an entry while a worker thread is computing it: the second
+    reader computes it too (the same values), never reads the empty reason left before."""
+    import threading
+
+    first_started, second_done = threading.Event(), threading.Event()
+    calls: list[str] = []
+
+    def make() -> tuple[SpeedupEstimate, str]:
+        calls.append(threading.current_thread().name)
+        if len(calls) == 1:
+            first_started.set()
+            assert second_done.wait(10)
+        return SpeedupEstimate(statistic="mean", point=0.5), "not faster than round-2"
+
+    lazy = LaterPromotion((make, ()), 3, VALIDATED, None, 2, "point")
+    seen: list[str] = []
+    worker = threading.Thread(target=lambda: seen.append(lazy.reason), name="worker")
+    worker.start()
+    assert first_started.wait(10)
+    seen.append(lazy.reason)  # while the worker is inside make()
+    second_done.set()
+    worker.join(10)
+    assert seen == ["not faster than round-2"] * 2 and len(calls) == 2 and not lazy.pending
