@@ -396,14 +396,16 @@ def logged_best_from_note(note: Any) -> LoggedBest:
     note's answer is kept (a reload that did not read opt-note.md again has the same note)."""
     if note is None:
         return LoggedBest(None, None, None)
-    if _LOGGED[0] is note:
-        return _LOGGED[1]
+    global _LOGGED
+    kept = _LOGGED  # one read: another thread may replace it meanwhile
+    if kept[0] is note:
+        return kept[1]
     found = _logged_best(note)
-    _LOGGED[:] = [note, found]
+    _LOGGED = (note, found)
     return found
 
 
-_LOGGED: list[Any] = [None, None]  # the last note asked about and its LoggedBest
+_LOGGED: tuple[Any, Any] = (None, None)  # the last note asked about and its LoggedBest
 
 
 def _logged_best(note: Any) -> LoggedBest:
