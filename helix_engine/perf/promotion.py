@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from helix_engine.perf import evaluation
+from helix_engine.perf import bound, evaluation
+from helix_engine.perf.bound import values_of
 from helix_engine.perf.interval_cache import IntervalCache
 from helix_engine.perf.margins import NoiseMargins, as_margins
 from helix_engine.perf.results import (
@@ -78,11 +78,6 @@ def _records(cand: Candidate) -> Sequence[PerfRecord]:
     return resolve() if callable(resolve) else cand.records
 
 
-def _values(cand: Candidate) -> evaluation.CaseValues | None:
-    found = cand.values
-    return found() if callable(found) else found
-
-
 def _records_key(cand: Candidate) -> Any:
     return cand.records if cand.records_key is None else cand.records_key
 
@@ -121,7 +116,7 @@ def _on_values(reference: Candidate, cand: Candidate, margins: NoiseMargins) -> 
     """``cand`` judged against ``reference`` from both rounds' compact values, when that is all the
     rule needs: the comparison is not possible (no geomean), or its point cannot pass (then the
     full path judges the point too: no interval is computed). None: compare the records."""
-    ref_values, cand_values = _values(reference), _values(cand)
+    ref_values, cand_values = values_of(reference), values_of(cand)
     if ref_values is None or cand_values is None:
         return None
     found = evaluation.compare_values(ref_values, cand_values, cand.metric)
@@ -236,7 +231,7 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
     ``memo`` (filled) and ``previous`` (read): see PromotionMemo; the result is the same with or
     without them. ``baseline_values``: the baseline records' compact values (status_rules.
     case_values), with which a round that cannot beat the best before it is known so from the two
-    rounds' geomeans against the baseline (``_bound_margin``), its comparison with that best
+    rounds' geomeans against the baseline (perf/bound.py), its comparison with that best
     computed only when read (LaterPromotion)."""
     margins = as_margins(noise_margin)
     base_ids = [r.latency_id for r in baseline]
@@ -250,7 +245,7 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
     if start:
         best = _resume(ordered, start, out, memo, previous)  # type: ignore[arg-type]  # start > 0: both set
     bests = memo.bests if memo is not None else []
-    bounds: dict[int, _BestBound | None] = {}  # _bound_decides' part of each best, for this call
+    bounds: dict[int, bound.BestBound | None] = {}  # bound.decides' part of each best, for this call
     against: tuple[object, ...] | None = None  # the best before the round, as its steps are keyed
     for cand in ordered[start:]:
         n = cand.number
@@ -336,87 +331,10 @@ def _later(best: Candidate, cand: Candidate, margins: NoiseMargins, store: Inter
                            f"beyond {margin_text} ({found.text()})")
 
 
-#: how far below the noise limit the ratio of two geomeans must lie for the bound to decide: the
-#: ratio and the direct geomean are each a few ulps (~1e-14 at 20 cases) from the exact value
-_BOUND_SLACK = 1e-9
-
-
-@dataclass(slots=True)
-class _BestBound:
-    """What ``_bound_decides`` needs of the best before a run of rounds, made once per best (a new
-    best judges every later round): its entry, values, the column the pairings take whole, its
-    geomean against the baseline, the noise margin of a comparison with it, and the largest
-    baseline time and its own extreme times (every ratio of two whole columns lies within them)."""
-
-    entry: RoundPromotion
-    values: evaluation.CaseValues
-    column: str
-    geomean: float
-    margin: float
-    base_max: float
-    best_min: float
-    best_max: float
-
-
-def _best_bound(best: Candidate, entry: RoundPromotion, base: evaluation.CaseValues | None,
-                margins: NoiseMargins) -> _BestBound | None:
-    best_geo = entry.vs_baseline
-    found = _values(best)
-    if base is None or found is None or entry.vs_baseline_paired or best_geo is None or best_geo.point <= 0 \
-            or not base.ids or not (found.ids is base.ids or found.ids == base.ids) \
-            or found.bench_mode != base.bench_mode:
-        return None
-    if best.metric in ("auto", "kernel") and base.kernel_ok and found.kernel_ok:
-        column = "kernel"
-    elif best.metric == "total-op" and base.total_ok and found.total_ok:
-        column = "total-op"
-    else:
-        return None
-    (_, base_max), (best_min, best_max) = base.bounds(column), found.bounds(column)
-    if not math.isfinite(base_max / best_min):
-        return None
-    return _BestBound(entry, found, column, best_geo.point, margins.for_geomean(found.ids), base_max, best_min,
-                      best_max)
-
-
-def _bound_decides(cand: Candidate, best: Candidate, best_entry: RoundPromotion, judged: Judged,
-                   base: evaluation.CaseValues | None, margins: NoiseMargins,
-                   kept: dict[int, _BestBound | None]) -> bool:
-    """Whether ``cand``'s comparison with ``best`` is known not to pass without computing it.
-    When the baseline, the best and the round hold the same cases, each a whole valid column of
-    the one metric both compare on, the three status-rule pairings take the same columns whole
-    (status_rules.pair_values), so the round's geomean against the best is the ratio of their
-    geomeans against the baseline (the round's, ``judged``, and the best's, ``best_entry``, each
-    from the perf files, not a paired run) to within rounding: a ratio below the limit by
-    ``_BOUND_SLACK`` decides it (the point-only comparison computes no interval either). False
-    sends the round to the comparison itself. ``kept``: the best's part, by its number, for the
-    rest of one ``promote`` call."""
-    if best.number in kept:
-        bound = kept[best.number]
-        if bound is not None and bound.entry is not best_entry:
-            bound = kept[best.number] = _best_bound(best, best_entry, base, margins)
-    else:
-        bound = kept[best.number] = _best_bound(best, best_entry, base, margins)
-    if bound is None or cand.metric != best.metric or judged.geomean is None:
-        return False
-    ev = cand.vs_baseline
-    if ev is None or (ev.paired is not None and ev.paired.geomean is not None):
-        return False
-    mine, found = _values(cand), bound.values
-    if mine is None or not (mine.ids is found.ids or mine.ids == found.ids) or mine.bench_mode != found.bench_mode \
-            or not (mine.kernel_ok if bound.column == "kernel" else mine.total_ok):
-        return False
-    mine_min = mine.bounds(bound.column)[0]
-    if not (math.isfinite(bound.base_max / mine_min) and math.isfinite(bound.best_max / mine_min)):
-        return False  # a pairing might check (and drop) pairs case by case
-    ratio = judged.geomean.point / bound.geomean
-    return math.isfinite(ratio) and ratio * (1.0 + _BOUND_SLACK) <= 1.0 + bound.margin
-
-
 def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: Sequence[PerfRecord],
             margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
             previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None = None,
-            bounds: dict[int, _BestBound | None] | None = None) -> _Step:
+            bounds: dict[int, bound.BestBound | None] | None = None) -> _Step:
     """The rule for one round, given the best before it (``out`` holds the rounds before it);
     the entry says whether its geomean against the baseline is the paired run's."""
     step = _decide_rule(cand, best, out, baseline, margins, margin_text, memo, previous, baseline_values,
@@ -431,7 +349,7 @@ def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: S
 def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseline: Sequence[PerfRecord],
                  margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
                  previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None,
-                 bounds: dict[int, _BestBound | None]) -> _Step:
+                 bounds: dict[int, bound.BestBound | None]) -> _Step:
     n = cand.number
     ev = cand.vs_baseline
     if not cand.eligible or ev is None or ev.geomean is None:
@@ -470,7 +388,7 @@ def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseli
     known = cand.judged.get(best.number) if cand.judged is not None else None
     if known is not None and best.records_key is not None and known[0] == best.records_key:
         vs = known[1]
-    elif _bound_decides(cand, best, out.rounds[best.number], judged, baseline_values, margins, bounds):
+    elif bound.decides(cand, best, out.rounds[best.number], judged, baseline_values, margins, bounds):
         return _Step(LaterPromotion((_later, (best, cand, margins, store, judged, margin_text)), n, VALIDATED,
                                     vs_base, best.number, "point"))
     elif cand.judged is not None and best.records_key is not None:

@@ -179,7 +179,7 @@ _ROUND, _STATUS, _VS_BASELINE, _PAIRED, _PREVIOUS, _BASIS = (
 
 class LaterPromotion(RoundPromotion):
     """A round the promotion rule has decided against the best before it without computing their
-    comparison: the decision rests on a bound (perf/promotion.py, ``_bound_decides``), and the
+    comparison: the decision rests on a bound (perf/bound.py), and the
     comparison and the reason it goes into are computed when one of them is first read (``make``:
     (function, arguments) → (vs_previous_best, reason)). A reload that makes a mid round of 1000 the best re-decides
     ~500 later rounds; a screen reads a few of them. Equal, field for field, to the eager entry."""

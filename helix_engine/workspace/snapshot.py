@@ -14,12 +14,11 @@ import dataclasses
 import functools
 import gc
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from helix_engine.workspace import layout, leftovers, status_rules
+from helix_engine.workspace import folder_listing, layout, leftovers, status_rules
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
 from helix_engine.workspace.reading import (
     exists_dir,
@@ -37,7 +36,6 @@ from helix_engine.workspace.round_reading import (
     load_verify,
     load_workflow,
 )
-from helix_engine.workspace.status_cache import RECENT_S
 
 T = TypeVar("T")
 VERIFY_DIR = "opt-verify"
@@ -46,7 +44,7 @@ _PER_ROUND = ("round_file_problems", "round_state_notes", "round_targets", _FORE
 _SAME_FILE = "same_file_checks"  # extra: round -> (its paths, baseline perf and its identity), (results)
 _ROUND_LINES = "round_lines"  # extra: (context, round -> parent, source, workflow status, problems)
 _LISTED_MISSING = "listed_missing"  # extra: ((state, rounds, half-started), its problems)
-_LISTING = "folder_listing"  # extra: _Listing, what the last listing of the workspace folder found
+_LISTING = "folder_listing"  # extra: folder_listing.Listing, what the last listing of the folder found
 
 
 def _guard(snap_problems: list[Problem], what: str, fn: Callable[[], T], default: T) -> T:
@@ -66,7 +64,7 @@ def _guard(snap_problems: list[Problem], what: str, fn: Callable[[], T], default
 
 def _load_layout(snap: WorkspaceSnapshot) -> dict[int, Path]:
     problems: list[Problem] = []
-    kept = _kept_listing(snap)
+    kept = folder_listing.kept(snap.root, snap.extra.get(_LISTING))
     if kept is not None:  # the folder's entries are the ones listed last time: only its few files are looked at
         op, op_problems = layout.discover_operator(snap.root, kept.files)
         dirs, dir_problems = dict(kept.dirs), list(kept.dir_problems)
@@ -77,7 +75,10 @@ def _load_layout(snap: WorkspaceSnapshot) -> dict[int, Path]:
         dirs, dir_problems = layout.list_round_dirs(snap.root, known={n: v.path for n, v in snap.rounds.items()},
                                                     listed=entries)
         perf_names = None if entries is None else sorted(e.name for e in entries if e.name.endswith("_perf.txt"))
-        _keep_listing(snap, entries, dirs, dir_problems, perf_names)
+        snap.extra.pop(_LISTING, None)
+        found = folder_listing.keep(snap.root, entries, dirs, dir_problems, perf_names)
+        if found is not None:
+            snap.extra[_LISTING] = found
     snap.operator_file = op
     problems += op_problems
     problems += dir_problems
@@ -88,64 +89,6 @@ def _load_layout(snap: WorkspaceSnapshot) -> dict[int, Path]:
     snap.extra["has_artifacts"] = bool((snap.root / layout.OPT_NOTE).exists() or dirs or top_perf)
     snap.extra["layout_problems"] = problems
     return dirs
-
-
-@dataclasses.dataclass(frozen=True)
-class _Listing:
-    """What ``_load_layout`` took from one listing of the workspace folder, with the folder's
-    identity then: a reload whose folder has the same identity has the same entries (adding,
-    removing or renaming one changes the folder's mtime), so it does not list ~1000 round folders
-    again (~3 ms at 1000 rounds, every reload). The top-level files are kept as entries not yet
-    asked for their type, so the operator's is checked anew each time."""
-
-    identity: tuple[int, int, int, int]  # st_dev, st_ino, st_mtime_ns, st_ctime_ns of the folder
-    files: list[Any]  # the top-level entries that are not round folders (layout.discover_operator)
-    dirs: dict[int, Path]
-    dir_problems: list[Problem]
-    perf_names: list[str]
-
-
-class _Names:
-    """A top-level entry by name for ``layout.discover_operator``: its type asked of the file
-    system each time (a DirEntry keeps the answer of its first ask)."""
-
-    __slots__ = ("name", "_path")
-
-    def __init__(self, root: Path, name: str) -> None:
-        self.name, self._path = name, os.path.join(root, name)
-
-    def is_file(self) -> bool:
-        return os.path.isfile(self._path)
-
-
-def _folder_identity(root: Path) -> tuple[int, int, int, int] | None:
-    """The workspace folder's identity, or None when a listing now may not show a change made in
-    the same timestamp tick as the folder's last one (it changed in the last RECENT_S seconds)."""
-    try:
-        st = os.stat(root)
-    except OSError:
-        return None
-    if max(st.st_mtime_ns, st.st_ctime_ns) > time.time_ns() - int(RECENT_S * 1e9):
-        return None
-    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns
-
-
-def _kept_listing(snap: WorkspaceSnapshot) -> _Listing | None:
-    kept = snap.extra.get(_LISTING)
-    if not isinstance(kept, _Listing):
-        return None
-    identity = _folder_identity(snap.root)
-    return kept if identity is not None and identity == kept.identity else None
-
-
-def _keep_listing(snap: WorkspaceSnapshot, entries: list[os.DirEntry[str]] | None, dirs: dict[int, Path],
-                  dir_problems: list[Problem], perf_names: list[str] | None) -> None:
-    snap.extra.pop(_LISTING, None)
-    identity = _folder_identity(snap.root)  # after the listing: a change during it is seen as a change
-    if entries is None or perf_names is None or identity is None:
-        return
-    files = [_Names(snap.root, e.name) for e in entries if not e.name.startswith(layout.ROUND_PREFIX)]
-    snap.extra[_LISTING] = _Listing(identity, files, dict(dirs), list(dir_problems), perf_names)
 
 
 def _op_stem(snap: WorkspaceSnapshot) -> str | None:

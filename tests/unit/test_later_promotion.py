@@ -1,5 +1,5 @@
 """A round decided against the best before it by a bound, its comparison computed when read
-(perf/promotion.py ``_bound_decides``, perf/results.py ``LaterPromotion``): the same entries, field
+(perf/bound.py, perf/results.py ``LaterPromotion``): the same entries, field
 for field, as the rule computing every comparison at once, and the bound never decides a round
 near the noise limit."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from helix_engine.perf import promotion
+from helix_engine.perf import bound
 from helix_engine.perf.results import VALIDATED, LaterPromotion, RoundPromotion, SpeedupEstimate
 from helix_engine.workspace import records
 from helix_engine.workspace.snapshot import load_workspace, reload
@@ -30,7 +30,7 @@ def _entries(snap: Any) -> dict[int, dict[str, Any]]:
 def _eager(ws: Path, monkeypatch: pytest.MonkeyPatch) -> dict[int, dict[str, Any]]:
     """A fresh load, no cache, with every comparison against a best computed at once."""
     with monkeypatch.context() as patch:
-        patch.setattr(promotion, "_bound_decides", lambda *args: False)
+        patch.setattr(bound, "decides", lambda *args: False)
         (ws / CACHE).unlink(missing_ok=True)
         records.forget()
         found = _entries(load_workspace(ws))
@@ -95,7 +95,7 @@ def test_the_bound_leaves_a_round_near_the_noise_limit_to_the_comparison(tmp_pat
     clear = {lab: v * 0.6 for lab, v in BASE.items()}
     ws = build_workspace(tmp_path, baseline=BASE, rounds=[{lab: v * 0.5 for lab, v in BASE.items()}, near, clear])
     decided: list[tuple[int, bool]] = []
-    original = promotion._bound_decides
+    original = bound.decides
 
     def spy(cand, *args):  # noqa: ANN001, ANN202
         found = original(cand, *args)
@@ -103,7 +103,7 @@ def test_the_bound_leaves_a_round_near_the_noise_limit_to_the_comparison(tmp_pat
         return found
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(promotion, "_bound_decides", spy)
+        patch.setattr(bound, "decides", spy)
         snap = load_workspace(ws)
     assert dict(decided) == {2: False, 3: True}
     three = snap.promotion.rounds[3]

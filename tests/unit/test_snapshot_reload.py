@@ -206,7 +206,7 @@ def test_reload_keeps_the_folder_listing_only_while_the_folder_is_unchanged(
     folder changes that identity, and the next reload sees it as a full load does."""
     import time
 
-    from helix_engine.workspace import layout, snapshot
+    from helix_engine.workspace import folder_listing, layout
 
     ws = _ws(tmp_path)
     listings: list[Path] = []
@@ -217,7 +217,7 @@ def test_reload_keeps_the_folder_listing_only_while_the_folder_is_unchanged(
         return original(folder)
 
     monkeypatch.setattr(layout, "listing", spy)
-    monkeypatch.setattr(snapshot, "RECENT_S", 0.05)  # the ctime cannot be aged: wait the guard out instead
+    monkeypatch.setattr(folder_listing, "RECENT_S", 0.05)  # the ctime cannot be aged: wait the guard out instead
     time.sleep(0.1)
     snap = load_workspace(ws)
     assert len(listings) == 1

@@ -1,0 +1,101 @@
+"""The bound the promotion rule decides a later round by, when a new best makes it judge every
+later round again (issue 12): with the same cases as whole valid columns on the baseline, the best
+and the round, the round's geomean against the best is the ratio of their geomeans against the
+baseline to within rounding, so a ratio clearly below the noise limit decides the round without the
+comparison (perf/promotion.py then builds a LaterPromotion, its comparison made when read)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from helix_engine.perf import evaluation
+from helix_engine.perf.margins import NoiseMargins
+from helix_engine.perf.results import RoundPromotion
+
+if TYPE_CHECKING:
+    from helix_engine.perf.promotion import Candidate, Judged
+
+
+def values_of(cand: Candidate) -> evaluation.CaseValues | None:
+    """The candidate's compact values (a function giving them is called now)."""
+    found = cand.values
+    return found() if callable(found) else found
+
+
+#: how far below the noise limit the ratio of two geomeans must lie for the bound to decide: the
+#: ratio and the direct geomean are each a few ulps (~1e-14 at 20 cases) from the exact value
+SLACK = 1e-9
+
+
+@dataclass(slots=True)
+class BestBound:
+    """What ``decides`` needs of the best before a run of rounds, made once per best (a new
+    best judges every later round): its entry, values, the column the pairings take whole, its
+    geomean against the baseline, the noise margin of a comparison with it, and the largest
+    baseline time and its own extreme times (every ratio of two whole columns lies within them)."""
+
+    entry: RoundPromotion
+    values: evaluation.CaseValues
+    column: str
+    geomean: float
+    margin: float
+    base_max: float
+    best_min: float
+    best_max: float
+
+
+def best_bound(best: Candidate, entry: RoundPromotion, base: evaluation.CaseValues | None,
+               margins: NoiseMargins) -> BestBound | None:
+    """The best's part of ``decides``; None when no round can be decided against it by the bound."""
+    best_geo = entry.vs_baseline
+    found = values_of(best)
+    if base is None or found is None or entry.vs_baseline_paired or best_geo is None or best_geo.point <= 0 \
+            or not base.ids or not (found.ids is base.ids or found.ids == base.ids) \
+            or found.bench_mode != base.bench_mode:
+        return None
+    if best.metric in ("auto", "kernel") and base.kernel_ok and found.kernel_ok:
+        column = "kernel"
+    elif best.metric == "total-op" and base.total_ok and found.total_ok:
+        column = "total-op"
+    else:
+        return None
+    (_, base_max), (best_min, best_max) = base.bounds(column), found.bounds(column)
+    if not math.isfinite(base_max / best_min):
+        return None
+    return BestBound(entry, found, column, best_geo.point, margins.for_geomean(found.ids), base_max, best_min,
+                      best_max)
+
+
+def decides(cand: Candidate, best: Candidate, best_entry: RoundPromotion, judged: Judged,
+            base: evaluation.CaseValues | None, margins: NoiseMargins, kept: dict[int, BestBound | None]) -> bool:
+    """Whether ``cand``'s comparison with ``best`` is known not to pass without computing it.
+    When the baseline, the best and the round hold the same cases, each a whole valid column of
+    the one metric both compare on, the three status-rule pairings take the same columns whole
+    (status_rules.pair_values), so the round's geomean against the best is the ratio of their
+    geomeans against the baseline (the round's, ``judged``, and the best's, ``best_entry``, each
+    from the perf files, not a paired run) to within rounding: a ratio below the limit by
+    ``SLACK`` decides it (the point-only comparison computes no interval either). False
+    sends the round to the comparison itself. ``kept``: the best's part, by its number, for the
+    rest of one ``promote`` call."""
+    if best.number in kept:
+        bound = kept[best.number]
+        if bound is not None and bound.entry is not best_entry:
+            bound = kept[best.number] = best_bound(best, best_entry, base, margins)
+    else:
+        bound = kept[best.number] = best_bound(best, best_entry, base, margins)
+    if bound is None or cand.metric != best.metric or judged.geomean is None:
+        return False
+    ev = cand.vs_baseline
+    if ev is None or (ev.paired is not None and ev.paired.geomean is not None):
+        return False
+    mine, found = values_of(cand), bound.values
+    if mine is None or not (mine.ids is found.ids or mine.ids == found.ids) or mine.bench_mode != found.bench_mode \
+            or not (mine.kernel_ok if bound.column == "kernel" else mine.total_ok):
+        return False
+    mine_min = mine.bounds(bound.column)[0]
+    if not (math.isfinite(bound.base_max / mine_min) and math.isfinite(bound.best_max / mine_min)):
+        return False  # a pairing might check (and drop) pairs case by case
+    ratio = judged.geomean.point / bound.geomean
+    return math.isfinite(ratio) and ratio * (1.0 + SLACK) <= 1.0 + bound.margin
