@@ -18,7 +18,6 @@ Rounds are judged in round order, so a round's status depends only on files, nev
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -406,7 +405,10 @@ def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseli
         basis = "point"
     if beyond_noise(vs_best, vs.margin):
         old = out.rounds[best.number]
-        superseded = dataclasses.replace(old, status=VALIDATED, reason=f"{old.reason}; superseded by round-{n}")
+        superseded = RoundPromotion(  # field by field: dataclasses.replace would not take a LaterPromotion
+            round=old.round, status=VALIDATED, reason=f"{old.reason}; superseded by round-{n}",
+            vs_baseline=old.vs_baseline, vs_baseline_paired=old.vs_baseline_paired,
+            vs_previous_best=old.vs_previous_best, previous_best=old.previous_best, basis=old.basis)
         return _Step(RoundPromotion(
             round=n, status=CURRENT_BEST, vs_baseline=vs_base, vs_previous_best=vs_best, basis=basis,
             previous_best=best.number,

@@ -66,10 +66,12 @@ def kept(root: Path, found: Any) -> Listing | None:
 
 def keep(root: Path, entries: list[os.DirEntry[str]] | None, dirs: dict[int, Path], dir_problems: list[Problem],
          perf_names: list[str] | None) -> Listing | None:
-    """What to keep of a listing just made, or None when it cannot be kept (the folder changed in
-    the last RECENT_S seconds, or it could not be listed)."""
+    """What to keep of a listing just made, or None when it cannot be kept: the folder changed in
+    the last RECENT_S seconds, it could not be listed, or a round entry is a link (its target can
+    change, or go, with the folder's identity as it was: such a listing is made every time)."""
     identity = _folder_identity(root)  # after the listing: a change during it is seen as a change
-    if entries is None or perf_names is None or identity is None:
+    if entries is None or perf_names is None or identity is None \
+            or any(e.name.startswith(layout.ROUND_PREFIX) and e.is_symlink() for e in entries):
         return None
     files = [_Names(root, e.name) for e in entries if not e.name.startswith(layout.ROUND_PREFIX)]
     return Listing(identity, files, dict(dirs), list(dir_problems), perf_names)

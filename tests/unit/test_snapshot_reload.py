@@ -303,3 +303,35 @@ def test_a_round_added_after_the_others_derives_and_judges_only_itself(tmp_path:
     assert filled.rounds[5].parent == "opt-round-4" and not any("opt-round-4" in p.message for p in filled.problems)
     _same(filled, load_workspace(ws))
     assert filled.promotion == load_workspace(ws).promotion
+
+
+def test_a_linked_round_folder_is_looked_at_on_every_reload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round folder that is a link inside the workspace: its target can go (or change) while the
+    workspace folder keeps its identity, so a listing with such an entry is never kept. Found by a
+    review: the kept listing still held round 3 after its target was removed."""
+    import dataclasses
+    import os
+    import time
+
+    from helix_engine.workspace import folder_listing
+
+    def view(s):  # noqa: ANN001, ANN202
+        return (s.best_round, sorted(s.rounds), sorted(map(str, s.problems)),
+                {n: dataclasses.asdict(p) for n, p in s.promotion.rounds.items()})
+
+    monkeypatch.setattr(folder_listing, "RECENT_S", 0.05)
+    ws = build_workspace(tmp_path, baseline=BASE, rounds=[{"a": 8.0, "b": 18.0}])
+    (ws / "archive").mkdir()
+    write_round(ws / "archive", 3, RoundSpec({"a": 5.0, "b": 5.0}))
+    (ws / "archive" / "opt-round-3").rename(ws / "archive" / "r3")
+    os.symlink("archive/r3", ws / "opt-round-3")
+    time.sleep(0.1)
+    snap = load_workspace(ws)
+    assert snap.best_round == 3
+    r3 = ws / "archive" / "r3"
+    named = [r3, *r3.iterdir()]
+    shutil.rmtree(r3)
+    time.sleep(0.1)
+    after = reload(snap, named)
+    assert sorted(after.rounds) == [1]
+    assert view(after) == view(load_workspace(ws))
