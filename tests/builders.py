@@ -562,3 +562,22 @@ def generate_large_workspace(root: Path, *, rounds: int = 200, cases: int = 20, 
         specs.append(RoundSpec(round_cases, parent=parent, correctness="passed" if ok else "failed",
                                hypothesis=f"hypothesis {n}", theme=f"theme {n}"))
     return build_workspace(Path(root), name=name, baseline=baseline_cases, rounds=specs)
+
+
+ROUND_CACHE = Path(".helix") / "cache" / "rounds.json"
+
+
+def uncached_load(ws: Path, monkeypatch: Any, target: Any, name: str, value: Any, read: Any) -> Any:
+    """``read`` of a fresh load of ``ws`` with ``target.name`` patched to ``value`` (a path of the
+    rule turned off, to compare with), no .helix/cache/rounds.json before or after it, and no record
+    list kept in memory: every judgement made again the other way."""
+    from helix_engine.workspace import records
+    from helix_engine.workspace.snapshot import load_workspace
+
+    with monkeypatch.context() as patch:
+        patch.setattr(target, name, value)
+        (ws / ROUND_CACHE).unlink(missing_ok=True)
+        records.forget()
+        found = read(load_workspace(ws))
+        (ws / ROUND_CACHE).unlink(missing_ok=True)
+    return found

@@ -332,12 +332,11 @@ def _later(best: Candidate, cand: Candidate, margins: NoiseMargins, store: Inter
 
 def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: Sequence[PerfRecord],
             margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
-            previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None = None,
-            bounds: dict[int, bound.BestBound | None] | None = None) -> _Step:
+            previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None,
+            bounds: dict[int, bound.BestBound | None]) -> _Step:
     """The rule for one round, given the best before it (``out`` holds the rounds before it);
     the entry says whether its geomean against the baseline is the paired run's."""
-    step = _decide_rule(cand, best, out, baseline, margins, margin_text, memo, previous, baseline_values,
-                        {} if bounds is None else bounds)
+    step = _decide_rule(cand, best, out, baseline, margins, margin_text, memo, previous, baseline_values, bounds)
     ev = cand.vs_baseline
     if step.promotion.vs_baseline is not None and ev is not None and ev.paired is not None \
             and ev.paired.geomean is not None:  # judge_vs_baseline's choice

@@ -160,12 +160,12 @@ class RoundPromotion:
         """Field by field, whichever of the two classes (a LaterPromotion equals its eager entry)."""
         if not isinstance(other, RoundPromotion):
             return NotImplemented
-        return _values(self) == _values(other)
+        return _fields(self) == _fields(other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
 
-def _values(p: RoundPromotion) -> tuple[Any, ...]:
+def _fields(p: RoundPromotion) -> tuple[Any, ...]:
     return (p.round, p.status, p.reason, p.vs_baseline, p.vs_baseline_paired, p.vs_previous_best, p.previous_best,
             p.basis)
 
@@ -179,10 +179,10 @@ _ROUND, _STATUS, _VS_BASELINE, _PAIRED, _PREVIOUS, _BASIS = (
 
 class LaterPromotion(RoundPromotion):
     """A round the promotion rule has decided against the best before it without computing their
-    comparison: the decision rests on a bound (perf/bound.py), and the
-    comparison and the reason it goes into are computed when one of them is first read (``make``:
-    (function, arguments) → (vs_previous_best, reason)). A reload that makes a mid round of 1000 the best re-decides
-    ~500 later rounds; a screen reads a few of them. Equal, field for field, to the eager entry."""
+    comparison: the decision rests on a bound (perf/bound.py), and the comparison and the reason it
+    goes into are computed when one of them is first read (``make``: (function, arguments) →
+    (vs_previous_best, reason)). A reload that makes a mid round of 1000 the best re-decides ~500
+    later rounds; a screen reads a few of them. Equal, field for field, to the eager entry."""
 
     __slots__ = ("_make",)
 

@@ -20,10 +20,10 @@ from helix_engine.perf import calibration, evaluation, promotion
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.results import LaterPromotion
 from helix_engine.status import operator_status, render
-from helix_engine.workspace import records, round_cache, status_rules
+from helix_engine.workspace import round_cache, status_rules
 from helix_engine.workspace.models import PerfRecord
 from helix_engine.workspace.snapshot import load_workspace, reload
-from tests.builders import DEFAULT_BENCH_MODE, Case, RoundSpec, build_workspace, write_perf
+from tests.builders import DEFAULT_BENCH_MODE, Case, RoundSpec, build_workspace, uncached_load, write_perf
 
 BASE = {"a": 100.0, "b": 200.0, "c": 300.0, "d": 400.0}
 CACHE = Path(".helix") / "cache" / "rounds.json"
@@ -207,13 +207,7 @@ def _derived(snap: Any) -> dict[str, Any]:
 
 def _full_path(ws: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A fresh load with no cache and no compact comparison: every judgement from records."""
-    with monkeypatch.context() as patch:
-        patch.setattr(promotion, "_on_values", lambda *args: None)
-        (ws / CACHE).unlink(missing_ok=True)
-        records.forget()
-        found = _derived(load_workspace(ws))
-        (ws / CACHE).unlink(missing_ok=True)
-    return found
+    return uncached_load(ws, monkeypatch, promotion, "_on_values", lambda *args: None, _derived)
 
 
 @pytest.fixture()

@@ -15,12 +15,10 @@ import pytest
 
 from helix_engine.perf import bound
 from helix_engine.perf.results import VALIDATED, LaterPromotion, RoundPromotion, SpeedupEstimate
-from helix_engine.workspace import records
 from helix_engine.workspace.snapshot import load_workspace, reload
-from tests.builders import RoundSpec, build_workspace, write_perf
+from tests.builders import RoundSpec, build_workspace, uncached_load, write_perf
 
 BASE = {f"c{i}": 10.0 * (i + 1) for i in range(5)}
-CACHE = Path(".helix") / "cache" / "rounds.json"
 
 
 def _entries(snap: Any) -> dict[int, dict[str, Any]]:
@@ -29,13 +27,7 @@ def _entries(snap: Any) -> dict[int, dict[str, Any]]:
 
 def _eager(ws: Path, monkeypatch: pytest.MonkeyPatch) -> dict[int, dict[str, Any]]:
     """A fresh load, no cache, with every comparison against a best computed at once."""
-    with monkeypatch.context() as patch:
-        patch.setattr(bound, "decides", lambda *args: False)
-        (ws / CACHE).unlink(missing_ok=True)
-        records.forget()
-        found = _entries(load_workspace(ws))
-        (ws / CACHE).unlink(missing_ok=True)
-    return found
+    return uncached_load(ws, monkeypatch, bound, "decides", lambda *args: False, _entries)
 
 
 def test_a_later_promotion_computes_once_when_read_and_equals_its_eager_entry() -> None:
