@@ -66,11 +66,30 @@ class WarmError(Exception):
 # ------------------------------------------------------------------------------ where
 
 
-def runtime_dir() -> Path:
-    """The per-user folder holding the sockets: ``$XDG_RUNTIME_DIR/helix`` or ``/tmp/helix-<uid>``,
-    created 0700; refused when it is a link, not ours, or open to others."""
+#: The longest socket path AF_UNIX takes (Linux's sun_path: 108 bytes, the final NUL included).
+SOCKET_PATH_MAX = 107
+_SOCKET_NAME_LEN = len("w-.sock") + 24  # socket_path's names: a 24-digit key
+
+
+def _socket_folder() -> Path:
+    """``$XDG_RUNTIME_DIR/helix`` when that is set, a folder, and short enough for the sockets in it;
+    else ``<tmp>/helix-<uid>`` (a long $XDG_RUNTIME_DIR, or $TMPDIR on a cluster's scratch space, would
+    make every bind fail with "AF_UNIX path too long")."""
     base = os.environ.get("XDG_RUNTIME_DIR")
-    folder = Path(base) / "helix" if base and Path(base).is_dir() else Path(tempfile.gettempdir()) / f"helix-{os.getuid()}"
+    fits = [Path(base) / "helix"] if base and Path(base).is_dir() else []
+    fits.append(Path(tempfile.gettempdir()) / f"helix-{os.getuid()}")
+    for folder in fits:
+        if len(os.fsencode(folder)) + 1 + _SOCKET_NAME_LEN <= SOCKET_PATH_MAX:
+            return folder
+    raise WarmError(f"the warm worker's socket folder {fits[-1]} has too long a path for a Unix socket "
+                    f"({SOCKET_PATH_MAX} bytes with its name); set XDG_RUNTIME_DIR or TMPDIR to a shorter "
+                    "folder, or run the probe cold (--cold)")
+
+
+def runtime_dir() -> Path:
+    """The per-user folder holding the sockets (`_socket_folder`), created 0700; refused when it is
+    a link, not ours, or open to others."""
+    folder = _socket_folder()
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
         info = os.lstat(folder)
@@ -83,7 +102,8 @@ def runtime_dir() -> Path:
 
 
 def socket_path(ws: Path, backend: str) -> Path:
-    """The socket of the worker for ``ws`` (its real path) and ``backend``; short enough for AF_UNIX."""
+    """The socket of the worker for ``ws`` (its real path) and ``backend``; short enough for AF_UNIX
+    (`_socket_folder`)."""
     key = hashlib.sha256(f"{os.path.realpath(ws)}\0{backend}".encode()).hexdigest()[:24]
     return runtime_dir() / f"w-{key}.sock"
 

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -172,15 +173,39 @@ def test_fingerprints_name_what_differs() -> None:
     assert warm.fingerprint(env, "/usr/bin/python3")["env"] == {"TORCH_Y": "1"}
 
 
-def test_the_socket_folder_must_be_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
-    (tmp_path / "helix").mkdir(mode=0o777)
-    os.chmod(tmp_path / "helix", 0o777)
-    with pytest.raises(warm.WarmError, match="not a private folder"):
-        warm.runtime_dir()
-    os.chmod(tmp_path / "helix", 0o700)
-    assert warm.runtime_dir() == tmp_path / "helix"
-    assert len(str(warm.socket_path(tmp_path / ("x" * 200), "cpu"))) < 108  # AF_UNIX's limit
+def test_the_socket_folder_must_be_private(monkeypatch: pytest.MonkeyPatch) -> None:
+    with tempfile.TemporaryDirectory(prefix="hx-", dir="/tmp") as short:  # pytest's tmp_path can be too long
+        base = Path(short)
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+        (base / "helix").mkdir(mode=0o777)
+        os.chmod(base / "helix", 0o777)
+        with pytest.raises(warm.WarmError, match="not a private folder"):
+            warm.runtime_dir()
+        os.chmod(base / "helix", 0o700)
+        assert warm.runtime_dir() == base / "helix"
+        assert len(str(warm.socket_path(base / ("x" * 200), "cpu"))) <= warm.SOCKET_PATH_MAX
+
+
+def test_a_runtime_folder_too_long_for_a_socket_falls_back_to_tmp(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # found running the suite under pytest-xdist: its longer tmp_path made the socket path 109 bytes,
+    # and every bind in such a folder fails with "AF_UNIX path too long"
+    deep = tmp_path / ("d" * 90)
+    deep.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(deep))
+    with tempfile.TemporaryDirectory(prefix="hx-", dir="/tmp") as short:
+        monkeypatch.setenv("TMPDIR", short)
+        monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+        path = warm.socket_path(tmp_path, "cpu")
+        assert path.parent == Path(short) / f"helix-{os.getuid()}"
+        assert len(os.fsencode(path)) <= warm.SOCKET_PATH_MAX
+        served = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        served.bind(str(path))  # the path the worker binds is one AF_UNIX takes
+        served.close()
+    monkeypatch.setenv("TMPDIR", str(deep))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    with pytest.raises(warm.WarmError, match="too long a path for a Unix socket .*; set XDG_RUNTIME_DIR or TMPDIR"):
+        warm.socket_path(tmp_path, "cpu")
 
 
 def test_an_oversized_message_is_refused() -> None:
