@@ -225,6 +225,9 @@ def split_sections(text: str) -> list[Section]:
     sections: list[Section] = [Section(kind="preamble", lines=[], start_line=1)]
     fenced = fenced_lines(lines)
     for number, line in enumerate(lines, start=1):
+        if line[:1] != "#":  # every heading starts with one (_HEADING_RE): most lines are not looked at
+            sections[-1].lines.append(line)
+            continue
         body = _split_eol(line)[0]
         if number - 1 not in fenced and _HEADING_RE.match(body):
             round_match = _ROUND_RE.match(body)

@@ -163,6 +163,9 @@ def _column(cells: str, n: int) -> tuple[float | None, ...] | None:
     found = cells.split(SEP) if n else []
     if len(found) != n or (not n and cells):
         return None
+    if all(found):  # the usual column, every average present: parsed and checked in C (a load reads 1000)
+        out: tuple[float | None, ...] = tuple(map(float, found))
+        return out if all(map(math.isfinite, out)) else None  # type: ignore[arg-type]  # no None in it
     out = tuple(float(cell) if cell else None for cell in found)
     return out if all(v is None or math.isfinite(v) for v in out) else None
 

@@ -250,6 +250,9 @@ def _plain(root: str, folder: str, value: Any, shared: dict[str, int | None], *,
     every round) is looked at once per load (``shared``)."""
     if not isinstance(value, str) or not value.strip() or "\0" in value or value.startswith("/"):
         return False
+    if "/" not in value and value not in (".", ".."):  # one name in the round folder (the usual value)
+        kind = _kind(os.path.join(root, folder, value))
+        return kind is not None and (not file or stat.S_ISREG(kind))
     stack = [folder]
     mode: int | None = None
     for part in value.split("/"):
