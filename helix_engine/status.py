@@ -18,7 +18,7 @@ from typing import Any
 from helix_engine.perf.report import estimate_to_json
 from helix_engine.perf.results import RoundPromotion, SpeedupEstimate
 from helix_engine.sanitize import SGR, clean
-from helix_engine.workspace import status_rules
+from helix_engine.workspace import logged_best, status_rules
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
 from helix_engine.workspace.snapshot import find_workspaces, load_workspace
 
@@ -343,7 +343,7 @@ def render_best_markdown(items: list[OperatorStatus]) -> str:
         notes = []
         if item.best_round and item.logged_best and item.best_round != item.logged_best:
             notes.append("best≠log")
-        if any(not w.startswith(status_rules.BEST_MISMATCH_PREFIX) for w in item.warnings):
+        if any(not w.startswith(logged_best.BEST_MISMATCH_PREFIX) for w in item.warnings):
             notes.append("warn")
         geo = "-" if item.geomean_speedup is None else f"{item.geomean_speedup:.2f}x"
         vgeo = "" if item.verified_geomean_speedup is None else f"{item.verified_geomean_speedup:.2f}x"

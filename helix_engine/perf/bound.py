@@ -73,7 +73,7 @@ def decides(cand: Candidate, best: Candidate, best_entry: RoundPromotion, judged
     """Whether ``cand``'s comparison with ``best`` is known not to pass without computing it.
     When the baseline, the best and the round hold the same cases, each a whole valid column of
     the one metric both compare on, the three status-rule pairings take the same columns whole
-    (status_rules.pair_values), so the round's geomean against the best is the ratio of their
+    (status_pairing.pair_values), so the round's geomean against the best is the ratio of their
     geomeans against the baseline (the round's, ``judged``, and the best's, ``best_entry``, each
     from the perf files, not a paired run) to within rounding: a ratio below the limit by
     ``SLACK`` decides it (the point-only comparison computes no interval either). False

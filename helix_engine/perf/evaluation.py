@@ -83,7 +83,7 @@ class CaseValues:
     sorted order, each case's kernel and total-op averages (None when absent) and the file's one
     bench mode. Kept per round in memory and in ``.helix/cache/rounds.json``, so a round's point
     comparison with a new best reads no record (``compare_values``). Only records the rule does
-    not refuse on their own have them (status_rules.case_values: no repeated id, no failed case,
+    not refuse on their own have them (status_pairing.case_values: no repeated id, no failed case,
     one bench mode, finite values); the others are compared from their records."""
 
     ids: tuple[str, ...]
@@ -94,7 +94,7 @@ class CaseValues:
     @functools.cached_property
     def kernel_ok(self) -> bool:
         """Every kernel average present, a float, and one ``time_rule`` accepts: the pairing
-        (status_rules.pair_values) then takes the column whole instead of case by case."""
+        (status_pairing.pair_values) then takes the column whole instead of case by case."""
         return _column_ok(self.kernel)
 
     @functools.cached_property
@@ -106,7 +106,7 @@ class CaseValues:
     def kernel_bounds(self) -> tuple[float, float]:
         """(min, max) of the kernel column, when ``kernel_ok``: every ratio of two whole columns
         is at most max/min, so one division tells the pairing that none overflows
-        (status_rules.pair_values; a new best compares every later round with itself)."""
+        (status_pairing.pair_values; a new best compares every later round with itself)."""
         return _bounds(self.kernel)
 
     @functools.cached_property
@@ -317,16 +317,16 @@ class PointComparison:
 
 @functools.cache
 def _pair_values() -> Callable[[CaseValues, CaseValues, str], Any]:
-    """status_rules.pair_values (it imports this module): looked up once, not imported per call
+    """status_pairing.pair_values (it imports this module): looked up once, not imported per call
     (~0.9 µs of a ~9 µs comparison, ~450 of them when a mid round of 1000 becomes the best)."""
-    from helix_engine.workspace.status_rules import pair_values
+    from helix_engine.workspace.status_pairing import pair_values
 
     return pair_values
 
 
 def compare_values(reference: CaseValues, candidate: CaseValues, metric: str) -> PointComparison:
     """``evaluate(reference, candidate, rule="status", with_ci=False)``'s geomean and cases, from
-    compact values: the status rule's pairing (status_rules.pair_values, which pair_for_status
+    compact values: the status rule's pairing (status_pairing.pair_values, which pair_for_status
     runs too) and the same point geomean, without records or per-case result models."""
     paired = _pair_values()(reference, candidate, metric)
     if paired.refusal is not None or not paired.ids:
@@ -414,7 +414,7 @@ def evaluate(baseline: Sequence[PerfRecord], candidate: Sequence[PerfRecord], *,
     """``candidate`` against ``baseline`` under ``rule``. Never raises on data. ``blocks``: the
     paired blocks of a paired run (see ``from_pairs``)."""
     if rule == "status":
-        from helix_engine.workspace.status_rules import pair_for_status
+        from helix_engine.workspace.status_pairing import pair_for_status
 
         paired = pair_for_status(list(baseline), list(candidate), metric, round_name=compare_name,
                                  baseline_file=baseline_name, round_file=compare_name).paired

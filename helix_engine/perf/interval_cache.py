@@ -37,7 +37,8 @@ VERSION = 1
 MAX_ENTRIES = 20000
 #: The modules whose code decides the judged geomean (pairing, core, bootstrap, promotion).
 _CODE = ("perf/stats.py", "perf/evaluation.py", "perf/formulas.py", "perf/margins.py", "perf/promotion.py",
-         "perf/results.py", "perf/paired.py", "workspace/status_rules.py", "perf/interval_cache.py")
+         "perf/results.py", "perf/paired.py", "workspace/status_rules.py", "workspace/status_pairing.py",
+         "perf/interval_cache.py")
 _VERDICTS = ("faster", "slower", "within-noise")
 
 _digests: dict[int, tuple[Sequence[PerfRecord], str]] = {}

@@ -58,7 +58,7 @@ class Candidate:
     #: "baseline" → Judged; a best round's number → (its records_key, Judged). With it, a round
     #: judged before is not compared again, and ``vs_baseline`` may come without its cases.
     judged: dict[Any, Any] | None = None
-    #: ``records`` as the status rule pairs them (evaluation.CaseValues; status_rules.case_values),
+    #: ``records`` as the status rule pairs them (evaluation.CaseValues; status_pairing.case_values),
     #: or a function giving them when first needed; None: the round has none. With them, its
     #: comparison with a best whose point cannot pass reads no record (``_on_values``)
     values: evaluation.CaseValues | Callable[[], evaluation.CaseValues | None] | None = None

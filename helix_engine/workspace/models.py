@@ -387,7 +387,7 @@ class RoundView:
     #: the content digest of the perf records as read (interval_cache.records_digest): what the
     #: promotion rule keys its judgements by, so a same-bytes rewrite re-judges no later round
     records_digest: str | None = field(default=None, compare=False)
-    #: the records as the status rule pairs them (evaluation.CaseValues, status_rules.case_values),
+    #: the records as the status rule pairs them (evaluation.CaseValues, status_pairing.case_values),
     #: or their stored form in .helix/cache/rounds.json until first asked (status_rules.view_values);
     #: None: none (compared from the records)
     values: Any = field(default=None, repr=False, compare=False)

@@ -43,7 +43,7 @@ DELTA_MAX = 64
 VERSION = 6  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records'
 # digest; 5: and their compact case values (values_out); 6: the values as four strings
 #: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
-_CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/round_reading.py",
+_CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/status_pairing.py", "workspace/round_reading.py",
          "workspace/reading.py", "workspace/models.py", "perf/artifact.py", "perf/evaluation.py",
          "perf/formulas.py", "perf/margins.py", "perf/promotion.py", "perf/results.py", "perf/paired.py",
          "perf/stats.py")
@@ -66,7 +66,7 @@ class RoundSummary:
 
     skipped: str | None = None
     warnings: list[str] = field(default_factory=list)
-    result: Any = None  # status_rules.RoundResult, its comparison without cases
+    result: Any = None  # status_pairing.RoundResult, its comparison without cases
     rank: tuple[float, float] | None = None  # best_round's key when the round is comparable
     judged: dict[Any, Any] = field(default_factory=dict)
 
@@ -144,7 +144,7 @@ def values_in(value: Any) -> Any:
     """A perf entry's stored values back as evaluation.CaseValues; None when they are not ours
     (then the round is compared from its records: never a wrong number from an odd entry)."""
     from helix_engine.perf.evaluation import CaseValues
-    from helix_engine.workspace.status_rules import shared_ids
+    from helix_engine.workspace.status_pairing import shared_ids
 
     try:
         bench_mode, id_cells, kernel_cells, total_cells = value
@@ -204,7 +204,7 @@ def summary_out(summary: RoundSummary) -> dict[str, Any]:
 def summary_in(value: Any) -> RoundSummary:
     """An entry back as a RoundSummary; raises ValueError (or TypeError) on anything odd."""
     from helix_engine.perf.results import RoundEvaluation
-    from helix_engine.workspace.status_rules import RoundResult
+    from helix_engine.workspace.status_pairing import RoundResult
 
     if not isinstance(value, dict):
         raise ValueError("not an object")

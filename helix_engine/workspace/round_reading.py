@@ -17,7 +17,7 @@ from typing import Any
 
 from helix_engine.perf.interval_cache import records_digest
 from helix_engine.perf.paired import sidecar_path
-from helix_engine.workspace import layout, status_rules
+from helix_engine.workspace import layout, status_pairing, status_rules
 from helix_engine.workspace.models import (
     BaselineState,
     BaselineView,
@@ -344,7 +344,7 @@ def _perf_inputs(out: LoadedRound, root: Path, n: int, state_id: list[int] | Non
         if found is None:
             view.perf, kept = read_perf_safe(view.perf_file, root)
             view.records_digest = records_digest(view.perf)
-            view.values = status_rules.case_values(view.perf)
+            view.values = status_pairing.case_values(view.perf)
             if cache is not None:
                 cache.put_perf(n, perf_key, kept, view.records_digest, view.values)
         else:

@@ -20,7 +20,7 @@ from helix_engine.perf import calibration, evaluation, promotion
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.results import LaterPromotion
 from helix_engine.status import operator_status, render
-from helix_engine.workspace import round_cache, status_rules
+from helix_engine.workspace import round_cache, status_pairing, status_rules
 from helix_engine.workspace.models import PerfRecord
 from helix_engine.workspace.snapshot import load_workspace, reload
 from tests.builders import DEFAULT_BENCH_MODE, Case, RoundSpec, build_workspace, uncached_load, write_perf
@@ -61,7 +61,7 @@ def test_compare_values_gives_the_cores_geomean_and_cases(odd: float) -> None:
     for _ in range(600):
         base, cand = _records(rng, odd), _records(rng, odd)
         metric = rng.choice(("auto", "kernel", "total-op"))
-        b_values, c_values = status_rules.case_values(base), status_rules.case_values(cand)
+        b_values, c_values = status_pairing.case_values(base), status_pairing.case_values(cand)
         if b_values is None or c_values is None:
             seen["no values"] += 1
             assert any(v is not None and not math.isfinite(v) for r in base + cand
@@ -78,7 +78,7 @@ def test_compare_values_gives_the_cores_geomean_and_cases(odd: float) -> None:
 
 
 def _same_as_core(base: list[PerfRecord], cand: list[PerfRecord], metric: str, margins: NoiseMargins) -> Any:
-    b_values, c_values = status_rules.case_values(base), status_rules.case_values(cand)
+    b_values, c_values = status_pairing.case_values(base), status_pairing.case_values(cand)
     assert b_values is not None and c_values is not None
     ev = evaluation.evaluate(base, cand, rule="status", metric=metric, with_ci=False, noise_margin=margins)
     found = evaluation.compare_values(b_values, c_values, metric)
@@ -115,7 +115,7 @@ def test_another_bench_mode_is_not_compared_on_either_path() -> None:
     cand = [_record("a", 2.0, 3.0, "perf-counter")]
     found = _same_as_core(base, cand, "kernel", NoiseMargins())
     assert found.geomean is None
-    pairing = status_rules.pair_for_status(base, cand, "kernel", round_name="opt-round-2", baseline_file="b",
+    pairing = status_pairing.pair_for_status(base, cand, "kernel", round_name="opt-round-2", baseline_file="b",
                                            round_file="r")
     assert pairing.refused and pairing.warnings == [
         "cannot compare opt-round-2: bench_mode differs (baseline=torch-npu-profiler, opt-round-2=perf-counter)"]
@@ -133,8 +133,8 @@ def test_the_promotion_rules_compact_judgement_is_the_full_paths(calibrated: boo
         base = [_record(lab, round(rng.uniform(50, 60), 2), None, "m") for lab in "abcd"]
         cand = [_record(r.case_label, round(r.kernel_avg_time_us * rng.uniform(0.95, 1.06), 2), None, "m")
                 for r in base if rng.random() < 0.97]
-        best = promotion.Candidate(1, True, records=base, values=status_rules.case_values(base))
-        later = promotion.Candidate(2, True, metric="kernel", records=cand, values=status_rules.case_values(cand))
+        best = promotion.Candidate(1, True, records=base, values=status_pairing.case_values(base))
+        later = promotion.Candidate(2, True, metric="kernel", records=cand, values=status_pairing.case_values(cand))
         quick = promotion._on_values(best, later, margins)
         ev = evaluation.evaluate(base, cand, rule="status", metric="kernel", with_ci=False, noise_margin=margins)
         full = promotion._judged_geomean(ev, base, cand, "kernel", margins, None)
@@ -147,11 +147,11 @@ def test_the_promotion_rules_compact_judgement_is_the_full_paths(calibrated: boo
 
 def test_records_the_rule_refuses_on_their_own_have_no_values() -> None:
     ok = [_record("a", 1.0, 2.0, "m"), _record("b", 3.0, None, "m")]
-    assert status_rules.case_values(ok) == evaluation.CaseValues(("latency-a", "latency-b"), (1.0, 3.0), (2.0, None), "m")
-    assert status_rules.case_values([*ok, _record("a", 1.0, 2.0, "m")]) is None  # a repeated id
-    assert status_rules.case_values([ok[0], _record("b", 3.0, None, "other")]) is None  # two bench modes
+    assert status_pairing.case_values(ok) == evaluation.CaseValues(("latency-a", "latency-b"), (1.0, 3.0), (2.0, None), "m")
+    assert status_pairing.case_values([*ok, _record("a", 1.0, 2.0, "m")]) is None  # a repeated id
+    assert status_pairing.case_values([ok[0], _record("b", 3.0, None, "other")]) is None  # two bench modes
     failed = PerfRecord(case_label="b", kernel_avg_time_us=3.0, error_message="timeout", bench_mode="m")
-    assert status_rules.case_values([ok[0], failed]) is None
+    assert status_pairing.case_values([ok[0], failed]) is None
 
 
 # ------------------------------------------------------------------------------ a workspace
@@ -341,7 +341,7 @@ def test_tampered_stored_values_are_a_miss(tmp_path: Path, tamper: str, monkeypa
     snap = load_workspace(ws)
     found = status_rules.view_values(snap.rounds[6])
     if tamper == "not a list":  # the whole perf entry is a miss: the round's records are read again
-        assert found == status_rules.case_values(snap.rounds[6].perf) is not None
+        assert found == status_pairing.case_values(snap.rounds[6].perf) is not None
     else:
         assert found is None
     assert status_rules.view_values(snap.rounds[5]) is not None
@@ -361,7 +361,7 @@ def test_stored_values_are_the_records_values(tmp_path: Path) -> None:
     warm = load_workspace(ws)  # the values as stored
     for n in snap.rounds:
         assert status_rules.view_values(warm.rounds[n]) == status_rules.view_values(snap.rounds[n]) \
-            == status_rules.case_values(snap.rounds[n].perf)
+            == status_pairing.case_values(snap.rounds[n].perf)
     assert round_cache.values_in(round_cache.values_out(status_rules.view_values(snap.rounds[9]))) \
         == status_rules.view_values(snap.rounds[9])
     assert status_rules.view_values(snap.rounds[9]).kernel[1] == 0.0  # case b at 0, kept: the pairing drops it

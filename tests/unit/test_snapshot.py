@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from helix_engine.workspace import status_rules
+from helix_engine.workspace import logged_best, status_pairing, status_rules
 from helix_engine.workspace.snapshot import find_workspaces, load_workspace
 from tests.builders import (
     Case,
@@ -168,8 +168,8 @@ def test_logged_best_from_summary_marker_and_disagreement(tmp_path: Path) -> Non
     ws = build_workspace(tmp_path, baseline=BASE, rounds=[R1, R2], opt_note=note)
     snap = load_workspace(ws)
     assert snap.logged_best == "round-2"
-    assert status_rules.LOGGED_DISAGREE in _warnings(snap)
-    assert not any(w.startswith(status_rules.BEST_MISMATCH_PREFIX) for w in _warnings(snap))
+    assert logged_best.LOGGED_DISAGREE in _warnings(snap)
+    assert not any(w.startswith(logged_best.BEST_MISMATCH_PREFIX) for w in _warnings(snap))
 
 
 def test_logged_best_from_last_marker_and_mismatch_warning(tmp_path: Path) -> None:
@@ -209,7 +209,7 @@ def test_multiple_baseline_perf_files_without_state(tmp_path: Path) -> None:
     ev = snap.evaluation
     assert ev.state == "warning" and snap.best_round is None
     assert "found multiple baseline perf files" in ev.warnings
-    assert status_rules.MISSING_BASELINE not in ev.warnings  # selection failed: no second warning
+    assert status_pairing.MISSING_BASELINE not in ev.warnings  # selection failed: no second warning
 
 
 def test_declared_baseline_perf_missing_has_no_fallback(tmp_path: Path) -> None:
@@ -251,11 +251,11 @@ def test_no_session_and_missing_baseline_states(tmp_path: Path) -> None:
     assert load_workspace(empty).evaluation.state == "no-session"
     no_base = build_workspace(tmp_path, name="nobase", baseline=None, rounds=[R1])
     ev = load_workspace(no_base).evaluation
-    assert ev.state == "warning" and status_rules.MISSING_BASELINE in ev.warnings
+    assert ev.state == "warning" and status_pairing.MISSING_BASELINE in ev.warnings
     uncomparable = build_workspace(tmp_path, name="unc", baseline=BASE,
                                    rounds=[RoundSpec(R1, correctness="failed")])
     ev = load_workspace(uncomparable).evaluation
-    assert ev.state == "warning" and status_rules.MISSING_COMPARABLE in ev.warnings
+    assert ev.state == "warning" and status_pairing.MISSING_COMPARABLE in ev.warnings
 
 
 def test_workflow_active_round_and_missing_state(tmp_path: Path) -> None:
@@ -404,5 +404,5 @@ def test_generated_sessions_agree_with_an_independent_reading_of_the_rules(tmp_p
     assert best.geomean_speedup == pytest.approx(best_geo, rel=1e-12)
     assert best.avg_improvement_pct == pytest.approx(best_avg, rel=1e-12)
     assert snap.logged_best == f"round-{best_n}"
-    assert not any(w.startswith(status_rules.BEST_MISMATCH_PREFIX) for w in _warnings(snap))
+    assert not any(w.startswith(logged_best.BEST_MISMATCH_PREFIX) for w in _warnings(snap))
     assert len(snap.rounds) == 40 and all(v.terminal for v in snap.rounds.values())
