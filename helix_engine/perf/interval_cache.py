@@ -174,19 +174,8 @@ def _read(workspace: Path) -> dict[str, Any]:
 
 
 def _write(workspace: Path, data: dict[str, Any]) -> None:
-    """Atomically, into .helix/cache/ of the workspace, only through real folders inside it."""
-    from helix_engine.workspace.files import atomic_write_text
-    from helix_engine.workspace.reading import inside
+    """Into .helix/cache/ of the workspace, as every cache file is written (round_cache.write_cache_text:
+    atomic, only through real folders inside the workspace, no fsync: a lost write is a miss)."""
+    from helix_engine.workspace.round_cache import write_cache_text
 
-    helix = workspace / ".helix"
-    if os.path.islink(helix) or not os.path.isdir(helix):
-        return
-    folder = helix / layout.CACHE_DIR
-    if os.path.islink(folder):
-        return
-    if not os.path.isdir(folder):
-        os.mkdir(folder)
-    target = folder / CACHE_FILE
-    if os.path.islink(target) or not inside(folder, workspace):
-        return
-    atomic_write_text(target, json.dumps(data, separators=(",", ":")) + "\n")
+    write_cache_text(workspace, CACHE_FILE, json.dumps(data, separators=(",", ":")) + "\n")
