@@ -76,14 +76,26 @@ def _socket_folder() -> Path:
     else ``<tmp>/helix-<uid>`` (a long $XDG_RUNTIME_DIR, or $TMPDIR on a cluster's scratch space, would
     make every bind fail with "AF_UNIX path too long")."""
     base = os.environ.get("XDG_RUNTIME_DIR")
-    fits = [Path(base) / "helix"] if base and Path(base).is_dir() else []
-    fits.append(Path(tempfile.gettempdir()) / f"helix-{os.getuid()}")
-    for folder in fits:
-        if len(os.fsencode(folder)) + 1 + _SOCKET_NAME_LEN <= SOCKET_PATH_MAX:
-            return folder
-    raise WarmError(f"the warm worker's socket folder {fits[-1]} has too long a path for a Unix socket "
-                    f"({SOCKET_PATH_MAX} bytes with its name); set XDG_RUNTIME_DIR or TMPDIR to a shorter "
-                    "folder, or run the probe cold (--cold)")
+    tried: list[Path] = []
+    if base and Path(base).is_dir():
+        tried.append(Path(base) / "helix")
+        if _fits(tried[-1]):
+            return tried[-1]
+    try:
+        tmp = tempfile.gettempdir()  # raises when no temp folder is usable
+    except OSError as exc:
+        raise WarmError(f"no folder for the warm worker's socket: no usable temp folder ({exc.strerror or exc}); "
+                        "set TMPDIR to a writable folder") from None
+    tried.append(Path(tmp) / f"helix-{os.getuid()}")
+    if _fits(tried[-1]):
+        return tried[-1]
+    raise WarmError(f"the warm worker's socket would have too long a path in {' and in '.join(map(str, tried))} "
+                    f"(a Unix socket's path is at most {SOCKET_PATH_MAX} bytes); set XDG_RUNTIME_DIR or TMPDIR "
+                    "to an existing, shorter folder")
+
+
+def _fits(folder: Path) -> bool:
+    return len(os.fsencode(folder)) + 1 + _SOCKET_NAME_LEN <= SOCKET_PATH_MAX
 
 
 def runtime_dir() -> Path:
@@ -304,6 +316,10 @@ def start(ws: Path, backend_name: str | None, idle_s: float = DEFAULT_IDLE_S,
                          "(a fork of a process that imported torch_npu is not known to be safe)")
     with contextlib.suppress(WarmError):
         return dict(hello(ws, be.name), already=True)
+    try:
+        socket_path(ws, be.name)  # a folder the worker could not bind in: say so now, not after the wait
+    except WarmError as exc:
+        raise HelixError(f"{exc}, then start the worker again") from None
     spawn_cli(ws, ["worker", "serve", str(Path(ws).resolve()), "--backend", be.name, "--idle-s", f"{idle_s:g}"],
               refusal_wait_s=0.5)
     deadline = time.monotonic() + wait_s

@@ -317,7 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # forks come from the main thread while waiter threads only block in waitpid and recv
     warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
-    z = Zygote(ws, backend, idle_s)
+    try:
+        z = Zygote(ws, backend, idle_s)
+    except warm.WarmError as exc:  # no folder its socket fits in (warm.runtime_dir): a sentence, not a traceback
+        print(f"helix: {exc}", file=sys.stderr)
+        return 1
 
     def stop(_signum: int, _frame: Any) -> None:
         z.stopping = True

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from helix_engine.cli import main
-from helix_engine.eval import warm
+from helix_engine.errors import HelixError
+from helix_engine.eval import warm, zygote
 from helix_engine.eval.probe import probe_bench
 from helix_engine.jobs.registry import list_jobs
 from helix_engine.jobs.runner import cancel_job
@@ -204,8 +205,29 @@ def test_a_runtime_folder_too_long_for_a_socket_falls_back_to_tmp(tmp_path: Path
         served.close()
     monkeypatch.setenv("TMPDIR", str(deep))
     monkeypatch.setattr(tempfile, "tempdir", None)
-    with pytest.raises(warm.WarmError, match="too long a path for a Unix socket .*; set XDG_RUNTIME_DIR or TMPDIR"):
+    with pytest.raises(warm.WarmError, match="too long a path in .* and in .*at most 107 bytes.*set XDG_RUNTIME_DIR or TMPDIR"):
         warm.socket_path(tmp_path, "cpu")
+    # the same sentence from `helix worker start`, before it spawns anything, and from the worker itself
+    with pytest.raises(HelixError, match="too long a path .*then start the worker again"):
+        warm.start(tmp_path, "cpu", wait_s=1)
+    assert not (tmp_path / ".helix" / "jobs").exists()
+    assert zygote.main([str(tmp_path), "cpu", "60"]) == 1
+
+
+def test_no_usable_temp_folder_is_a_sentence_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # found by review: with $XDG_RUNTIME_DIR usable, the fallback's gettempdir() was called anyway and its
+    # FileNotFoundError escaped usable(), whose promise is never to raise
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+
+    def no_tmp() -> str:
+        raise FileNotFoundError(2, "No usable temporary directory found")
+
+    monkeypatch.setattr(tempfile, "gettempdir", no_tmp)
+    path, note = warm.usable(tmp_path, "cpu", dict(os.environ))
+    assert path is None and "no usable temp folder" in note and "set TMPDIR" in note
+    with tempfile.TemporaryDirectory(prefix="hx-", dir="/tmp") as short:
+        monkeypatch.setenv("XDG_RUNTIME_DIR", short)
+        assert warm.socket_path(tmp_path, "cpu").parent == Path(short) / "helix"  # gettempdir not asked
 
 
 def test_an_oversized_message_is_refused() -> None:
