@@ -77,7 +77,8 @@ def _socket_folder() -> Path:
     make every bind fail with "AF_UNIX path too long")."""
     base = os.environ.get("XDG_RUNTIME_DIR")
     tried: list[Path] = []
-    if base and Path(base).is_dir():
+    if base and os.path.isabs(base) and Path(base).is_dir():  # relative: ignored, as the XDG spec says (the
+        # worker runs in the workspace, its client anywhere: the two would name different folders)
         tried.append(Path(base) / "helix")
         if _fits(tried[-1]):
             return tried[-1]

@@ -228,6 +228,12 @@ def test_no_usable_temp_folder_is_a_sentence_not_a_traceback(tmp_path: Path, mon
     with tempfile.TemporaryDirectory(prefix="hx-", dir="/tmp") as short:
         monkeypatch.setenv("XDG_RUNTIME_DIR", short)
         assert warm.socket_path(tmp_path, "cpu").parent == Path(short) / "helix"  # gettempdir not asked
+        # a relative $XDG_RUNTIME_DIR is ignored (the worker and its client run in different folders)
+        monkeypatch.chdir("/tmp")
+        monkeypatch.setenv("XDG_RUNTIME_DIR", os.path.basename(short))
+        monkeypatch.setenv("TMPDIR", short)
+        monkeypatch.setattr(tempfile, "gettempdir", lambda: short)
+        assert warm.socket_path(tmp_path, "cpu").parent == Path(short) / f"helix-{os.getuid()}"
 
 
 def test_an_oversized_message_is_refused() -> None:
