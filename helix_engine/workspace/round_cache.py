@@ -43,10 +43,10 @@ DELTA_MAX = 64
 VERSION = 6  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records'
 # digest; 5: and their compact case values (values_out); 6: the values as four strings
 #: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
-_CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/status_pairing.py", "workspace/round_reading.py",
-         "workspace/reading.py", "workspace/models.py", "perf/artifact.py", "perf/evaluation.py",
-         "perf/formulas.py", "perf/margins.py", "perf/promotion.py", "perf/results.py", "perf/paired.py",
-         "perf/stats.py")
+_CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/status_pairing.py",
+         "workspace/round_reading.py", "workspace/reading.py", "workspace/models.py", "perf/artifact.py",
+         "perf/evaluation.py", "perf/formulas.py", "perf/margins.py", "perf/promotion.py", "perf/results.py",
+         "perf/paired.py", "perf/stats.py")
 _SEVERITIES = ("error", "warning")
 _MAX_BYTES = 256 * 1024 * 1024
 
