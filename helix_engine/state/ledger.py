@@ -22,6 +22,7 @@ from helix_engine.perf.results import (
     VALIDATED,
     Promotion,
     RoundEvaluation,
+    RoundPromotion,
     SpeedupEstimate,
 )
 from helix_engine.state import measure
@@ -61,22 +62,25 @@ def _geomean_text(estimate: SpeedupEstimate) -> str:
     return text
 
 
-def _measured(view: RoundView | None) -> tuple[RoundEvaluation | None, SpeedupEstimate | None]:
+def _measured(view: RoundView | None, promotion: RoundPromotion | None,
+              ) -> tuple[RoundEvaluation | None, SpeedupEstimate | None]:
     """The round's comparison with the baseline and its geomean (with the interval when the
-    promotion rule computed one)."""
+    promotion rule computed one: its entry, ``promotion``)."""
     if view is None or view.comparison is None:
         return None, None
-    promoted = view.promotion.vs_baseline if view.promotion is not None else None
+    promoted = promotion.vs_baseline if promotion is not None else None
     return view.comparison, promoted or view.comparison.geomean
 
 
-def result_text(view: RoundView | None, issues: list[str] | None = None) -> str:
-    """The honest one-line result: statuses, then the measured numbers or why there are none."""
+def result_text(view: RoundView | None, issues: list[str] | None = None, *,
+                promotion: RoundPromotion | None = None) -> str:
+    """The honest one-line result: statuses, then the measured numbers or why there are none
+    (``promotion``: the round's promotion entry, whose geomean carries the interval)."""
     state = view.state if view is not None else None
     cs = state.correctness_status if state is not None else "not_run"
     bs = state.benchmark_status if state is not None else "not_run"
     parts = [f"correctness {cs}", f"benchmark {bs}"]
-    comparison, geomean = _measured(view)
+    comparison, geomean = _measured(view, promotion)
     if comparison is not None and geomean is not None:
         parts.append(
             f"geomean speedup {_geomean_text(geomean)}, avg improvement "
@@ -121,7 +125,6 @@ def update_ledger(workspace: Path, n: int, *, passed: bool, issues: list[str] | 
     statuses[n] = "passed" if passed else "failed"
     snap, ev = measure.evaluated(workspace, statuses={n: statuses[n]})
     for k, view in snap.rounds.items():  # the views as this outcome makes them
-        view.promotion = ev.promotion.rounds.get(k)
         result = ev.results.get(k)
         view.comparison = result.comparison if result is not None else None
     promotion = ev.promotion
@@ -129,7 +132,8 @@ def update_ledger(workspace: Path, n: int, *, passed: bool, issues: list[str] | 
     state = current.state if current is not None else None
     theme = _one_line(state.hypothesis) if state is not None else "(no round-state.json)"
     parent = parent_label(state.parent_round) if state is not None else "unknown"
-    upsert_round(note, RoundEntryFields(n, parent, theme, result_text(current, None if passed else issues),
+    upsert_round(note, RoundEntryFields(n, parent, theme, result_text(current, None if passed else issues,
+                                                                 promotion=promotion.rounds.get(n)),
                                         promotion.status_of(n)))
     for entry in note.rounds:  # Best status is the engine's line: every entry follows the rule
         if entry.number != n and entry.number in snap.rounds:
@@ -149,7 +153,7 @@ def _overall(views: dict[int, RoundView], promotion: Promotion, submitted: int) 
     for k in sorted(promotion.rounds):
         if promotion.status_of(k) not in (CURRENT_BEST, VALIDATED) or k not in views:
             continue
-        comparison, geomean = _measured(views[k])
+        comparison, geomean = _measured(views[k], promotion.rounds.get(k))
         state = views[k].state
         if comparison is None or geomean is None or state is None:
             continue
@@ -164,7 +168,7 @@ def _overall(views: dict[int, RoundView], promotion: Promotion, submitted: int) 
                      f"{submitted} submitted round(s); the baseline stays the best."),
             key_points=points,
         )
-    comparison, geomean = _measured(views[best])
+    comparison, geomean = _measured(views[best], promotion.rounds.get(best))
     assert comparison is not None and geomean is not None
     return OverallFields(
         final_best_round=f"round-{best}",

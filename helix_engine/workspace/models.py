@@ -377,7 +377,8 @@ class RoundView:
     operator_file: Path | None = None
     perf_file: Path | None = None
     comparison: Comparison | None = None  # against the baseline (the status rule), without its cases
-    promotion: RoundPromotion | None = None  # what the promotion rule decided for it
+    # what the promotion rule decided for it is WorkspaceSnapshot.promotion.rounds[number], not kept
+    # here: a new best changes the entries of every later round (~500 at 1000 rounds), not their views
     terminal: bool = False
     completed: bool = False
     problems: list[Problem] = field(default_factory=list)

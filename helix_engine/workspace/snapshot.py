@@ -376,8 +376,7 @@ def _parent_ref(raw: str) -> tuple[str, int | None]:
 
 def _copied(view: RoundView) -> RoundView:
     """``copy.copy(view)`` (a plain dataclass: a new object with the same attributes) without the
-    copy module's reduce protocol: ~5 -> ~1 µs, and a reload that makes a mid round the best
-    copies every later round's view (~500 at 1000 rounds)."""
+    copy module's reduce protocol: ~5 -> ~1 µs a view."""
     new = object.__new__(type(view))
     new.__dict__.update(view.__dict__)
     return new
@@ -455,21 +454,17 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     derived += _listed_missing(snap, wf, context[3], half_started)
     # reads the memo the snapshot it was reloaded from left; the statuses are the ones derived above
     before_results = snap.evaluation.results if snap.evaluation is not None and reusable else None
-    before_promoted = snap.promotion.rounds if snap.promotion is not None and reusable else None
     evaluation = status_rules.evaluate(snap, statuses={n: d[2] for n, d in per_round.items()}, reread=owned)
     snap.extra[status_rules.MEMO_KEY] = evaluation.memo
     snap.evaluation = evaluation
     snap.promotion = evaluation.promotion
-    promoted = evaluation.promotion.rounds
     results = evaluation.results
     visit: Iterable[int] = list(snap.rounds)
-    if before_results is not None and before_promoted is not None and owned is not None:
-        # a view whose line, result and promotion are the objects it was last given is unchanged
-        # (each assigned below, or by the load before): only the others are looked at
+    if before_results is not None and owned is not None:
+        # a view whose line and result are the objects it was last given is unchanged (each
+        # assigned below, or by the load before): only the others are looked at
         visit = sorted({*owned, *(n for n, r in results.items() if r is not before_results.get(n)),
-                        *(n for n in before_results if n not in results),
-                        *(n for n, p in promoted.items() if p is not before_promoted.get(n)),
-                        *(n for n in before_promoted if n not in promoted)} & snap.rounds.keys())
+                        *(n for n in before_results if n not in results)} & snap.rounds.keys())
     for n in visit:
         view = snap.rounds[n]
         parent, source, workflow_status, problems = per_round[n]
@@ -477,14 +472,13 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
         comparison = result.comparison if result is not None else None
         if result is not None and result.problems:
             problems = problems + result.problems  # a new list: the line above is kept for the next reload
-        promotion = promoted.get(n)
         if (view.parent == parent and view.parent_source == source and view.workflow_status == workflow_status
-                and view.comparison is comparison and view.promotion is promotion and view.problems == problems):
+                and view.comparison is comparison and view.problems == problems):
             continue  # unchanged: the view stays shared with the snapshot this one was reloaded from
         if owned is not None and n not in owned:
             view = snap.rounds[n] = _copied(view)
         view.parent, view.parent_source, view.workflow_status = parent, source, workflow_status
-        view.comparison, view.promotion, view.problems = comparison, promotion, problems
+        view.comparison, view.problems = comparison, problems
     snap.best_round = evaluation.best_round
     snap.logged_best = evaluation.logged.value
     problems = []

@@ -7,7 +7,6 @@ load with no compact path and no cache does."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import random
@@ -198,7 +197,6 @@ def _derived(snap: Any) -> dict[str, Any]:
     ev = snap.evaluation
     return json.loads(json.dumps({
         "rounds": {n: {"comparison": v.comparison.model_dump() if v.comparison else None,
-                       "promotion": dataclasses.asdict(v.promotion) if v.promotion else None,
                        "problems": sorted(map(str, v.problems))} for n, v in sorted(snap.rounds.items())},
         "promotion": snap.promotion.model_dump(), "best": snap.best_round, "warnings": ev.warnings,
         "skipped": ev.skipped, "problems": sorted(map(str, snap.problems)),

@@ -5,7 +5,6 @@ with the baseline again."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import shutil
@@ -45,7 +44,6 @@ def _derived(snap: Any) -> dict[str, Any]:
     ev = snap.evaluation
     return json.loads(json.dumps({
         "rounds": {n: {"comparison": v.comparison.model_dump() if v.comparison else None,
-                       "promotion": dataclasses.asdict(v.promotion) if v.promotion else None,
                        "parent": v.parent, "problems": sorted(map(str, v.problems))}
                    for n, v in sorted(snap.rounds.items())},
         "promotion": snap.promotion.model_dump(),

@@ -58,7 +58,7 @@ def test_promotion_table(tmp_path: Path, name: str) -> None:
     assert [snap.promotion.status_of(n) for n in range(1, len(row.rounds) + 1)] == row.expected
     assert snap.promotion.best_label == row.best
     for n in range(1, len(row.rounds) + 1):
-        promoted = snap.rounds[n].promotion
+        promoted = snap.promotion.rounds.get(n)
         assert promoted is not None and promoted.status == row.expected[n - 1] and promoted.reason
         if promoted.vs_baseline is not None:
             assert promoted.basis == "point"  # builders write no samples: upstream files

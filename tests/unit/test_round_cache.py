@@ -81,7 +81,7 @@ def test_a_same_bytes_rewrite_of_the_best_round_judges_no_later_round_again(
     perf_reads.clear()
     again = reload(snap, [best])
     assert perf_reads == [best]
-    assert again.rounds[3].promotion == snap.rounds[3].promotion
+    assert again.promotion.rounds[3] == snap.promotion.rounds[3]
     changed = best.read_text().replace("9.0", "9.5")  # other records: round 3 is judged again,
     best.write_text(changed)  # from its compact values (its point vs round 2 cannot pass): no read
     records.forget()
@@ -90,11 +90,11 @@ def test_a_same_bytes_rewrite_of_the_best_round_judges_no_later_round_again(
     original = evaluation.compare_values
     monkeypatch.setattr(evaluation, "compare_values", lambda *args: compared.append(args) or original(*args))
     after = reload(snap, [best])
-    assert after.rounds[3].promotion is not None and after.rounds[3].promotion.reason  # compared when read
+    assert after.promotion.rounds[3] is not None and after.promotion.rounds[3].reason  # compared when read
     assert status_rules.view_values(snap.rounds[3]) in [args[1] for args in compared]
     assert ws / "opt-round-3" / "opt_add_perf.txt" not in perf_reads
     fresh = load_workspace(ws)
-    assert after.rounds[3].promotion == fresh.rounds[3].promotion != snap.rounds[3].promotion
+    assert after.promotion.rounds[3] == fresh.promotion.rounds[3] != snap.promotion.rounds[3]
 
 
 def _entry(data: dict[str, Any], n: int) -> dict[str, Any]:
