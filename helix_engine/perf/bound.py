@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from helix_engine.perf import evaluation
 from helix_engine.perf.margins import NoiseMargins
@@ -19,9 +19,12 @@ if TYPE_CHECKING:
 
 
 def values_of(cand: Candidate) -> evaluation.CaseValues | None:
-    """The candidate's compact values (a function giving them is called now)."""
+    """The candidate's compact values (a function giving them is called now, once: a candidate
+    is kept between reloads while its round's view is, and a new best asks every later one)."""
     found = cand.values
-    return found() if callable(found) else found
+    if callable(found):
+        found = cand.values = found()
+    return found
 
 
 #: how far below the noise limit the ratio of two geomeans must lie for the bound to decide: the
@@ -79,23 +82,36 @@ def decides(cand: Candidate, best: Candidate, best_entry: RoundPromotion, judged
     ``SLACK`` decides it (the point-only comparison computes no interval either). False
     sends the round to the comparison itself. ``kept``: the best's part, by its number, for the
     rest of one ``promote`` call."""
-    if best.number in kept:
-        bound = kept[best.number]
-        if bound is not None and bound.entry is not best_entry:
-            bound = kept[best.number] = best_bound(best, best_entry, base, margins)
-    else:
+    bound = kept.get(best.number, _UNSET)
+    if bound is _UNSET or (bound is not None and bound.entry is not best_entry):
         bound = kept[best.number] = best_bound(best, best_entry, base, margins)
     if bound is None or cand.metric != best.metric or judged.geomean is None:
         return False
-    ev = cand.vs_baseline
-    if ev is None or (ev.paired is not None and ev.paired.geomean is not None):
+    facts = cand.bound_facts
+    if facts is None:
+        facts = cand.bound_facts = _facts(cand)
+    if not facts:
         return False
-    mine, found = values_of(cand), bound.values
-    if mine is None or not (mine.ids is found.ids or mine.ids == found.ids) or mine.bench_mode != found.bench_mode \
-            or not (mine.kernel_ok if bound.column == "kernel" else mine.total_ok):
+    mine, kernel_min, total_min = facts
+    mine_min = kernel_min if bound.column == "kernel" else total_min
+    found = bound.values
+    if mine_min is None or not (mine.ids is found.ids or mine.ids == found.ids) or mine.bench_mode != found.bench_mode:
         return False
-    mine_min = mine.bounds(bound.column)[0]
     if not (math.isfinite(bound.base_max / mine_min) and math.isfinite(bound.best_max / mine_min)):
         return False  # a pairing might check (and drop) pairs case by case
     ratio = judged.geomean.point / bound.geomean
     return math.isfinite(ratio) and ratio * (1.0 + SLACK) <= 1.0 + bound.margin
+
+
+_UNSET: Any = object()
+
+
+def _facts(cand: Candidate) -> tuple[evaluation.CaseValues, float | None, float | None] | tuple[()]:
+    """What ``decides`` reads of a candidate whatever the best: its values and the least time of
+    each whole valid column (None: not whole); () when no best can decide it (no values, or its
+    comparison with the baseline is a paired run's). Made once a candidate (Candidate.bound_facts)."""
+    ev = cand.vs_baseline
+    mine = values_of(cand)
+    if ev is None or (ev.paired is not None and ev.paired.geomean is not None) or mine is None:
+        return ()
+    return (mine, mine.kernel_bounds[0] if mine.kernel_ok else None, mine.total_bounds[0] if mine.total_ok else None)

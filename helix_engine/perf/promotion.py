@@ -62,6 +62,9 @@ class Candidate:
     #: or a function giving them when first needed; None: the round has none. With them, its
     #: comparison with a best whose point cannot pass reads no record (``_on_values``)
     values: evaluation.CaseValues | Callable[[], evaluation.CaseValues | None] | None = None
+    #: what perf/bound.py reads of the candidate whatever the best (bound._facts), made when first
+    #: needed: a new best has every later round's bound checked
+    bound_facts: Any = field(default=None, compare=False, repr=False)
 
 
 def _text(estimate: SpeedupEstimate) -> str:
@@ -188,6 +191,10 @@ class _Step:
     #: whether the decision read the best before the round: not when the round is not eligible or
     #: not faster than the baseline beyond the margin (its step holds whatever the best is)
     uses_best: bool = True
+    #: the round's judged geomean against the baseline, when the decision read the best: a round
+    #: re-decided only because the best before it changed is judged against the new best from it
+    #: (``_against_best``), its half of the rule that reads no best not done again
+    judged: Judged | None = None
 
 
 @dataclass
@@ -257,11 +264,17 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
         elif best is None:
             against = None
         found = previous.steps.get(n) if previous is not None else None
-        if found is None or found[0] != own or (found[2].uses_best and found[1] != against):
+        if found is None or found[0] != own:
             found = (own, against, _decide(cand, best, out, baseline, margins, margin_text, memo, previous,
                                            baseline_values, bounds))
-        elif memo is not None and previous is not None and n in previous.vs_baseline:
-            memo.vs_baseline[n] = previous.vs_baseline[n]  # kept for when the best before it changes
+        else:
+            if memo is not None and previous is not None and n in previous.vs_baseline:
+                memo.vs_baseline[n] = previous.vs_baseline[n]  # kept for when the best before it changes
+            if found[2].uses_best and found[1] != against:  # only the best before it changed
+                judged = found[2].judged
+                assert judged is not None  # a step that read the best keeps the judgement it read
+                found = (own, against, _against_best(cand, judged, best, out, margins, margin_text, memo,
+                                                     previous, baseline_values, bounds))
         if memo is not None:
             memo.steps[n] = found  # the same entry when it was used: nothing new outlives the call
         step = found[2]
@@ -334,20 +347,29 @@ def _decide(cand: Candidate, best: Candidate | None, out: Promotion, baseline: S
             margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
             previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None,
             bounds: dict[int, bound.BestBound | None]) -> _Step:
-    """The rule for one round, given the best before it (``out`` holds the rounds before it);
-    the entry says whether its geomean against the baseline is the paired run's."""
-    step = _decide_rule(cand, best, out, baseline, margins, margin_text, memo, previous, baseline_values, bounds)
+    """The rule for one round, given the best before it (``out`` holds the rounds before it): its
+    half against the baseline, then, for a round faster than the baseline, its half against the best."""
+    judged = _vs_baseline(cand, baseline, margins, margin_text, memo, previous)
+    if isinstance(judged, _Step):
+        return judged
+    return _against_best(cand, judged, best, out, margins, margin_text, memo, previous, baseline_values, bounds)
+
+
+def _paired(step: _Step, cand: Candidate) -> _Step:
+    """``step``, its entry saying whether its geomean against the baseline is the paired run's
+    (judge_vs_baseline's choice)."""
     ev = cand.vs_baseline
     if step.promotion.vs_baseline is not None and ev is not None and ev.paired is not None \
-            and ev.paired.geomean is not None:  # judge_vs_baseline's choice
+            and ev.paired.geomean is not None:
         step.promotion.vs_baseline_paired = True
     return step
 
 
-def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseline: Sequence[PerfRecord],
-                 margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
-                 previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None,
-                 bounds: dict[int, bound.BestBound | None]) -> _Step:
+def _vs_baseline(cand: Candidate, baseline: Sequence[PerfRecord], margins: NoiseMargins, margin_text: str,
+                 memo: PromotionMemo | None, previous: PromotionMemo | None) -> Judged | _Step:
+    """The half of the rule that reads no best: the round's step when it is not promoted (not
+    eligible, or not faster than the baseline beyond the margin), else its judged geomean
+    against the baseline."""
     n = cand.number
     ev = cand.vs_baseline
     if not cand.eligible or ev is None or ev.geomean is None:
@@ -367,22 +389,42 @@ def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseli
     if cand.judged is not None and kept is None:
         cand.judged["baseline"] = judged
     assert judged is not None and judged.geomean is not None
-    base_margin = judged.margin
     vs_base = judged.geomean
-    basis: Basis = "interval" if vs_base.interval is not None else "point"
-    if not beyond_noise(vs_base, base_margin):
-        slower = vs_base.point < 1.0 - base_margin
-        return _Step(RoundPromotion(
-            round=n, status=NOT_PROMOTED, vs_baseline=vs_base, basis=basis,
+    if not beyond_noise(vs_base, judged.margin):
+        slower = vs_base.point < 1.0 - judged.margin
+        return _paired(_Step(RoundPromotion(
+            round=n, status=NOT_PROMOTED, vs_baseline=vs_base,
+            basis="interval" if vs_base.interval is not None else "point",
             reason=(f"geomean {judged.text()} vs baseline is "
                     + ("slower than the baseline" if slower else f"not faster beyond {margin_text}"))),
-            uses_best=False)
+            uses_best=False), cand)
+    return judged
+
+
+def _against_best(cand: Candidate, judged: Judged, best: Candidate | None, out: Promotion, margins: NoiseMargins,
+                  margin_text: str, memo: PromotionMemo | None, previous: PromotionMemo | None,
+                  baseline_values: evaluation.CaseValues | None, bounds: dict[int, bound.BestBound | None]) -> _Step:
+    """The half of the rule for a round faster than the baseline beyond the margin (``judged``,
+    its geomean against the baseline): the current best, or a validated branch, by the best before it."""
+    step = _paired(_against_best_rule(cand, judged, best, out, margins, margin_text, memo, previous,
+                                      baseline_values, bounds), cand)
+    step.judged = judged
+    return step
+
+
+def _against_best_rule(cand: Candidate, judged: Judged, best: Candidate | None, out: Promotion,
+                       margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
+                       previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None,
+                       bounds: dict[int, bound.BestBound | None]) -> _Step:
+    n = cand.number
+    vs_base = judged.geomean
+    assert vs_base is not None
+    basis: Basis = "interval" if vs_base.interval is not None else "point"
     if best is None:
         return _Step(RoundPromotion(
             round=n, status=CURRENT_BEST, vs_baseline=vs_base, basis=basis,
             reason=f"geomean {judged.text()} vs baseline, faster beyond {margin_text}"), becomes_best=True)
-
-    versus_best = functools.partial(_versus, best, cand, margins, store)
+    store = memo.store if memo is not None else None
     known = cand.judged.get(best.number) if cand.judged is not None else None
     if known is not None and best.records_key is not None and known[0] == best.records_key:
         vs = known[1]
@@ -390,11 +432,11 @@ def _decide_rule(cand: Candidate, best: Candidate | None, out: Promotion, baseli
         return _Step(LaterPromotion((_later, (best, cand, margins, store, judged, margin_text)), n, VALIDATED,
                                     vs_base, best.number, "point"))
     elif cand.judged is not None and best.records_key is not None:
-        vs = versus_best()  # kept in the round's judgements, which the next call reads first (no memo entry)
+        vs = _versus(best, cand, margins, store)  # kept in the round's judgements, read first next time
         cand.judged[best.number] = (best.records_key, vs)
     else:
         vs = _memo_judged("vs_best", (best.number, n), (_records_key(best), _records_key(cand), cand.metric, margins),
-                          versus_best, previous, memo)
+                          functools.partial(_versus, best, cand, margins, store), previous, memo)
     vs_best = vs.geomean
     if vs_best is None:
         reason = f"faster than the baseline ({judged.text()}) but not comparable with round-{best.number}"
