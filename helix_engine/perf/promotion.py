@@ -19,6 +19,8 @@ Rounds are judged in round order, so a round's status depends only on files, nev
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -246,7 +248,7 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
     margin_text = f"the calibrated {overall:.1%} noise margin" if margins.source == "calibrated" \
         else f"the {overall:.0%} noise margin"
     best: Candidate | None = None
-    ordered = sorted(candidates, key=lambda c: c.number)
+    ordered = sorted(candidates, key=operator.attrgetter("number"))
     start = _unchanged_prefix(ordered, previous) if memo is not None else 0
     if start:
         best = _resume(ordered, start, out, memo, previous)  # type: ignore[arg-type]  # start > 0: both set
@@ -296,7 +298,8 @@ def _unchanged_prefix(ordered: list[Candidate], previous: PromotionMemo | None) 
     if previous is None or not previous.order:
         return 0
     before = previous.order
-    return next((i for i, (a, b) in enumerate(zip(ordered, before)) if a is not b), min(len(ordered), len(before)))
+    return next(itertools.compress(itertools.count(), map(operator.is_not, ordered, before)),
+                min(len(ordered), len(before)))
 
 
 def _resume(ordered: list[Candidate], start: int, out: Promotion, memo: PromotionMemo,
@@ -304,14 +307,19 @@ def _resume(ordered: list[Candidate], start: int, out: Promotion, memo: Promotio
     """``out`` and ``memo`` as the loop in ``promote`` leaves them after the first ``start``
     candidates, from the previous call's: its entries for those rounds, except that the best
     before ``start`` is not (yet) superseded by a later round. Returns that best."""
-    numbers = [cand.number for cand in ordered[:start]]
+    # the previous call's tables hold its rounds in round order (each filled in the order of its
+    # ``order``, a later write to a round already there keeps its place): the first ``start``
+    # entries are those rounds', copied at C speed (a reload: ~1000 rounds)
     steps, vs_baseline = previous.steps, previous.vs_baseline
-    out.rounds.update((n, previous.decided[n]) for n in numbers)
-    memo.steps.update((n, steps[n]) for n in numbers)
-    memo.vs_baseline.update((n, vs_baseline[n]) for n in numbers if n in vs_baseline)
+    out.rounds.update(itertools.islice(previous.decided.items(), start))
+    memo.steps.update(itertools.islice(steps.items(), start))
+    last_number = ordered[start - 1].number
+    if vs_baseline:
+        memo.vs_baseline.update(itertools.takewhile(lambda item: item[0] <= last_number, vs_baseline.items()))
     memo.bests[:] = previous.bests[:start]
-    last = steps[numbers[-1]][2]
-    best_number = numbers[-1] if last.becomes_best else previous.bests[start - 1]
+    assert next(reversed(memo.steps)) == last_number, "the previous call's steps are not in round order"
+    last = steps[last_number][2]
+    best_number = last_number if last.becomes_best else previous.bests[start - 1]
     if best_number is None:
         return None
     out.rounds[best_number] = steps[best_number][2].promotion

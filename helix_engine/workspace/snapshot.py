@@ -42,7 +42,8 @@ VERIFY_DIR = "opt-verify"
 _FOREIGN_PERF = "foreign_perf"  # extra: round -> its perf file, when not directly in its own folder
 _PER_ROUND = ("round_file_problems", "round_state_notes", "round_targets", _FOREIGN_PERF)
 _SAME_FILE = "same_file_checks"  # extra: round -> (its paths, baseline perf and its identity), (results)
-_ROUND_LINES = "round_lines"  # extra: (context, round -> parent, source, workflow status, problems)
+#: extra: (context, round -> (parent, source, workflow status, problems), round -> workflow status)
+_ROUND_LINES = "round_lines"
 _LISTED_MISSING = "listed_missing"  # extra: ((state, rounds, half-started), its problems)
 _LISTING = "folder_listing"  # extra: folder_listing.Listing, what the last listing of the folder found
 
@@ -264,11 +265,10 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
             del new.rounds[n]
             for key in _PER_ROUND:
                 new.extra[key].pop(n, None)
-    owned: set[int] = set()  # rounds whose view this reload created (the others are shared)
-    for n, rdir in sorted(dirs.items()):
-        if n in rounds_to_read or n not in new.rounds:
-            owned.add(n)
-            _guard(internal, rdir.name, functools.partial(_set_round, new, n, rdir), None)
+    # rounds whose view this reload creates (the others are shared): those named and the new folders
+    owned = {n for n in rounds_to_read if n in dirs} | (dirs.keys() - new.rounds.keys())
+    for n in sorted(owned):
+        _guard(internal, dirs[n].name, functools.partial(_set_round, new, n, dirs[n]), None)
     if "opt_note" in parts:
         _guard(internal, layout.OPT_NOTE, lambda: _set_opt_note(new), None)
     if "workflow" in parts:
@@ -447,14 +447,22 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
         source = "round-state" if view.state is not None else ("start-round" if recorded else "")
         per_round[n] = (parent, source, workflow_status, problems)
     snap.extra[_SAME_FILE] = checks
-    snap.extra[_ROUND_LINES] = (context, per_round)
+    # the workflow statuses the rules read: last time's dict when no re-read round's differs (the
+    # promotion rule then compares it with the one it saw, in C, instead of building ~1000 entries)
+    old_statuses = before[2] if reusable and before is not None else None
+    if old_statuses is not None and len(old_statuses) == len(per_round) \
+            and all(n in old_statuses and old_statuses[n] == per_round[n][2] for n in todo):
+        statuses = old_statuses
+    else:
+        statuses = {n: d[2] for n, d in per_round.items()}
+    snap.extra[_ROUND_LINES] = (context, per_round, statuses)
     # crash leftovers (a few stats): a half-done start-round explains its missing folder itself
     derived += [leftover.problem() for leftover in leftovers.detect(snap.root, wf)]
     half_started = leftovers.half_started_round(snap.root, wf)
     derived += _listed_missing(snap, wf, context[3], half_started)
     # reads the memo the snapshot it was reloaded from left; the statuses are the ones derived above
     before_results = snap.evaluation.results if snap.evaluation is not None and reusable else None
-    evaluation = status_rules.evaluate(snap, statuses={n: d[2] for n, d in per_round.items()}, reread=owned)
+    evaluation = status_rules.evaluate(snap, statuses=statuses, reread=owned)
     snap.extra[status_rules.MEMO_KEY] = evaluation.memo
     snap.evaluation = evaluation
     snap.promotion = evaluation.promotion
@@ -462,9 +470,14 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     visit: Iterable[int] = list(snap.rounds)
     if before_results is not None and owned is not None:
         # a view whose line and result are the objects it was last given is unchanged (each
-        # assigned below, or by the load before): only the others are looked at
-        visit = sorted({*owned, *(n for n, r in results.items() if r is not before_results.get(n)),
-                        *(n for n in before_results if n not in results)} & snap.rounds.keys())
+        # assigned below, or by the load before): only the others are looked at; the evaluation
+        # says which results can differ from the ones it was made from, when those are these
+        if evaluation.changed is not None and evaluation.results_before is before_results:
+            differ: Iterable[int] = evaluation.changed
+        else:
+            differ = {*(n for n, r in results.items() if r is not before_results.get(n)),
+                      *(n for n in before_results if n not in results)}
+        visit = sorted({*owned, *differ} & snap.rounds.keys())
     for n in visit:
         view = snap.rounds[n]
         parent, source, workflow_status, problems = per_round[n]
@@ -485,8 +498,10 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     problems += snap.extra.get("layout_problems", [])
     if snap.baseline is not None:
         problems += snap.baseline.problems
-    for n in sorted(snap.rounds):
-        problems += snap.rounds[n].problems
+    rounds = snap.rounds
+    for n in sorted(rounds):
+        if found := rounds[n].problems:
+            problems += found
     problems += snap.extra.get("opt_note_problems", [])
     problems += snap.extra.get("workflow_problems", [])
     problems += snap.extra.get("verify_problems", [])

@@ -109,6 +109,10 @@ class Evaluation:
     problems: list[Problem]
     promotion: Promotion = field(default_factory=lambda: Promotion(noise_margin=evaluation.DEFAULT_NOISE_MARGIN))
     memo: EvaluationMemo | None = None  # what this evaluation computed, for the next (see EvaluationMemo)
+    #: the rounds whose ``results`` entry may not be the one in ``results_before``, the results of
+    #: the evaluation this one was made from (a reload's: its memo's); None: any round's
+    changed: list[int] | None = None
+    results_before: dict[int, RoundResult] | None = field(default=None, repr=False)
 
     @property
     def best(self) -> RoundEvaluation | None:
@@ -187,15 +191,20 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str
         memo.rounds, memo.seen = dict(previous.rounds), dict(seen_before)
         looked_at = order if reread is None else sorted({*(n for n in reread if n in rounds),
                                                           *order[len(previous.rounds):]})
-        for n in [n for n in looked_at if (s := seen_before.get(n)) is None or s[0] is not rounds[n].inputs
-                  or s[1] != rounds[n].records_digest or s[2] != notes.get(n)]:
+        judged = [n for n in looked_at if (s := seen_before.get(n)) is None or s[0] is not rounds[n].inputs
+                  or s[1] != rounds[n].records_digest or s[2] != notes.get(n)]
+        for n in judged:  # in round order: the added rounds (each judged: not seen before) go last
             judge(n)
-        memo.rounds = {n: memo.rounds[n] for n in order}  # in round order, the added rounds last
+        assert len(memo.rounds) == len(order)
+        changed = _changed_entries(memo, previous, judged)
     else:
         for n in order:
             judge(n)
-    changed = _changed_entries(memo, previous)
+        changed = _changed_entries(memo, previous)
     results, skipped, round_warnings, best = _outcomes(memo, previous, changed)
+    # _outcomes changed the previous memo's results at the changed rounds only (when it had them)
+    results_before = previous.outcomes[0] if previous is not None and previous.outcomes is not None \
+        and changed is not None else None
     memo.outcomes = (results, skipped, round_warnings, best)
     warnings += round_warnings
     if reread is not None and changed is not None:
@@ -237,7 +246,8 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str
             warnings.append(MISSING_COMPARABLE)
     return Evaluation(metric=metric, state=state, results=results, skipped=skipped, best_round=best,
                       logged=logged, warnings=list(dict.fromkeys(warnings)), problems=problems,
-                      promotion=promotion, memo=memo)
+                      promotion=promotion, memo=memo, changed=changed if results_before is not None else None,
+                      results_before=results_before)
 
 
 #: ``snapshot.extra`` key of the memo its evaluation left, which the evaluation of its reload reads.
@@ -267,7 +277,7 @@ class EvaluationMemo:
     #: per round, its promotion Candidate and what it was built from (``_promote``)
     candidates: dict[int, tuple[tuple[Any, ...], Candidate]] = field(default_factory=dict)
     #: per round, the workflow status the promotion rule read (``_promote``)
-    statuses: dict[int, str | None] = field(default_factory=dict)
+    statuses: Mapping[int, str | None] = field(default_factory=dict)
     #: what ``_outcomes`` made of ``rounds``: results, skipped, the rounds' warnings, upstream's best
     outcomes: tuple[dict[int, RoundResult], dict[int, str], list[str], int | None] | None = None
 
@@ -277,13 +287,19 @@ def _extends(before: Mapping[int, Any], order: list[int]) -> bool:
     return len(before) <= len(order) and list(before) == order[:len(before)]
 
 
-def _changed_entries(memo: EvaluationMemo, previous: EvaluationMemo | None) -> list[int] | None:
+def _changed_entries(memo: EvaluationMemo, previous: EvaluationMemo | None,
+                     among: list[int] | None = None) -> list[int] | None:
     """The rounds whose entry in ``memo.rounds`` is not the previous memo's, the rounds added
     after the previous memo's included; None when the rounds differ otherwise or there is no
-    previous memo."""
-    if previous is None or not _extends(previous.rounds, list(memo.rounds)):
+    previous memo. ``among``: the only rounds whose entry was set again (a reload's judged
+    rounds; the others are the previous memo's, copied, and the rounds those of the previous)."""
+    if previous is None:
         return None
     old_entries = previous.rounds
+    if among is not None:
+        return [n for n in among if memo.rounds[n] is not old_entries.get(n)]
+    if not _extends(old_entries, list(memo.rounds)):
+        return None
     return [n for n, entry in memo.rounds.items() if entry is not old_entries.get(n)]
 
 
@@ -420,7 +436,9 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
     submit-round failed it. ``reread``: as for ``evaluate``."""
     rounds = snap.rounds
     order = sorted(rounds)
-    in_effect = {n: statuses.get(n, rounds[n].workflow_status) for n in order}
+    # every round's status given (the snapshot's own, in a load): those statuses, the same dict
+    in_effect = statuses if statuses.keys() == rounds.keys() \
+        else {n: statuses.get(n, rounds[n].workflow_status) for n in order}
     kept = previous.candidates if previous is not None and memo is not None else {}
     made: dict[int, tuple[tuple[Any, ...], Candidate]] = {}
 
