@@ -65,6 +65,11 @@ def load_session() -> Iterator[None]:
         _SESSION.folders = outer_folders
 
 
+def real_path(path: str) -> str:
+    """``os.path.realpath(path)`` (not strict), through the load session's folder cache."""
+    return _realpath(path)[0]
+
+
 def _realpath(path: str) -> tuple[str, bool]:
     """``os.path.realpath(path)`` and whether it may end on a link (a loop). In a load session the
     folder is resolved once (a thousand rounds' files share a few hundred folders) and only the

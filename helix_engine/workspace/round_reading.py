@@ -205,15 +205,24 @@ def _round_operator(rdir: Path, stem: str | None) -> Path | None:
     return found[0] if found else None
 
 
-def load_round(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCache | None = None) -> LoadedRound:
+def load_round(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCache | None = None,
+               previous: RoundView | None = None) -> LoadedRound:
     """One ``opt-round-N``: its state, perf records, operator and artifact completeness. With
     ``cache``, a perf file whose identity is the one a summary was made from is not read: its
     problems come from the summary and its records are read when something asks for them; and
-    a round folder whose every looked-at name is as last time is not read again (`_remembered`)."""
+    a round folder whose every looked-at name is as last time is not read again (`_remembered`).
+    ``previous``: the round's view as a reload's snapshot holds it; when its round-state.json is
+    the file it was read from, its state is not read and validated again (a perf file rewritten:
+    the usual reload)."""
     state_path = rdir / layout.ROUND_STATE
     state_id = file_id(state_path)  # before reading: a write in between makes the next load miss
     if cache is not None and state_id is not None:
         hit = _remembered(root, n, rdir, stem, cache, state_id)
+        if hit is not None:
+            return hit
+    if previous is not None and previous.state is not None and state_id is not None and previous.inputs \
+            and previous.inputs[0] == state_id and previous.path == rdir:
+        hit = _built(root, n, rdir, stem, previous.state, state_id, None, {})
         if hit is not None:
             return hit
     out, data = _read_round(root, n, rdir, stem, cache, state_id)
@@ -311,7 +320,14 @@ def _remembered(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCa
         state = RoundState.model_validate(data)
     except (ValidationError, ValueError, TypeError, RecursionError):
         return None
-    if not _keepable(rdir, stem, state, cache.shared):
+    return _built(root, n, rdir, stem, state, state_id, cache, cache.shared)
+
+
+def _built(root: Path, n: int, rdir: Path, stem: str | None, state: RoundState, state_id: list[int],
+           cache: RoundCache | None, shared: dict[str, int | None]) -> LoadedRound | None:
+    """Round ``n`` as `_read_round` would read it with round-state.json's object ``state``
+    (validated), when every name it looks at is plain (`_keepable`); None otherwise."""
+    if not _keepable(rdir, stem, state, shared):
         return None
     view = RoundView(number=n, path=rdir, state=state)
     out = LoadedRound(view)

@@ -26,6 +26,7 @@ from helix_engine.workspace.reading import (
     list_dir,
     load_session,
     read_text_safe,
+    real_path,
     shown,
 )
 from helix_engine.workspace.round_cache import RoundCache
@@ -104,7 +105,10 @@ def _set_baseline(snap: WorkspaceSnapshot) -> None:
 
 
 def _set_round(snap: WorkspaceSnapshot, n: int, rdir: Path) -> None:
-    loaded = load_round(snap.root, n, rdir, _op_stem(snap), snap.extra.get(status_rules.CACHE_KEY))
+    # the view a reload replaces, when its read found nothing to report (its state is then reused
+    # while round-state.json is the same file; a read with problems is repeated, to report them)
+    before = snap.rounds.get(n) if not snap.extra.get("round_file_problems", {}).get(n) else None
+    loaded = load_round(snap.root, n, rdir, _op_stem(snap), snap.extra.get(status_rules.CACHE_KEY), before)
     snap.rounds[n] = loaded.view
     snap.extra.setdefault("round_file_problems", {})[n] = loaded.problems
     snap.extra.setdefault("round_state_notes", {})[n] = loaded.state_note
@@ -303,9 +307,11 @@ def _file_key(path: Path) -> tuple[int, int] | None:
 
 
 def _safe_resolve(path: Path) -> Path | None:
+    """``path.resolve()``; an absolute path through the load session's folder cache (a reload
+    resolves the root, the baseline perf file and each changed path: one walk of their folders)."""
     try:
-        return path.resolve()
-    except (OSError, RuntimeError):
+        return Path(real_path(os.fspath(path))) if path.is_absolute() else path.resolve()
+    except (OSError, RuntimeError, ValueError):
         return None
 
 

@@ -77,6 +77,47 @@ def test_reload_after_one_perf_file_changes_reads_only_that_file(tmp_path: Path,
     _same(new, load_workspace(ws))
 
 
+def test_reload_after_a_perf_file_changes_reuses_the_rounds_state_until_its_file_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A perf file rewritten: the round's round-state.json, the same file, is not read and
+    validated again (the view's state is reused); once round-state.json changes, or the last
+    read of the round reported a problem, it is read again."""
+    from helix_engine.workspace import round_reading
+
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    loaded: list[str] = []
+    original = round_reading.load_model
+
+    def spy(path, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        loaded.append(Path(path).parent.name)
+        return original(path, *args, **kwargs)
+
+    monkeypatch.setattr(round_reading, "load_model", spy)
+    perf = write_perf(ws / "opt-round-3" / "opt_add_perf.txt", {"a": 5.0, "b": 5.0})
+    new = reload(snap, [perf])
+    assert loaded == [] and new.rounds[3].state is snap.rounds[3].state and new.best_round == 3
+    _same(new, load_workspace(ws))
+    state_file = ws / "opt-round-3" / "round-state.json"
+    data = json.loads(state_file.read_text())
+    data["hypothesis"] = "unroll the inner loop twice"
+    state_file.write_text(json.dumps(data))
+    loaded.clear()
+    edited = reload(new, [state_file])
+    assert loaded == ["opt-round-3"] and edited.rounds[3].state.hypothesis == "unroll the inner loop twice"
+    data["benchmark_status"] = "not_run"  # a state that is read but skipped, and a perf file that …
+    state_file.write_text(json.dumps(data))
+    (ws / "opt-round-3" / "attempts.md").unlink()  # … no longer makes the round complete
+    loaded.clear()
+    skipped = reload(edited, [state_file])
+    assert loaded == ["opt-round-3"] and 3 not in skipped.evaluation.results
+    _same(skipped, load_workspace(ws))
+    loaded.clear()
+    again = reload(skipped, [write_perf(ws / "opt-round-3" / "opt_add_perf.txt", {"a": 6.0, "b": 6.0})])
+    assert again.rounds[3].completed is False  # rebuilt as a full read would: not from the state alone
+    _same(again, load_workspace(ws))
+
+
 def test_reload_after_baseline_perf_changes(tmp_path: Path, perf_reads: list[Path]) -> None:
     ws = _ws(tmp_path)
     snap = load_workspace(ws)
