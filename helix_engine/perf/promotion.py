@@ -275,8 +275,9 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
             if found[2].uses_best and found[1] != against:  # only the best before it changed
                 judged = found[2].judged
                 assert judged is not None  # a step that read the best keeps the judgement it read
-                found = (own, against, _against_best(cand, judged, best, out, margins, margin_text, memo,
-                                                     previous, baseline_values, bounds))
+                # last time's ``own`` kept (the same values): the one made above is freed at once
+                found = (found[0], against, _against_best(cand, judged, best, out, margins, margin_text, memo,
+                                                          previous, baseline_values, bounds))
         if memo is not None:
             memo.steps[n] = found  # the same entry when it was used: nothing new outlives the call
         step = found[2]
@@ -414,8 +415,10 @@ def _against_best(cand: Candidate, judged: Judged, best: Candidate | None, out: 
                   baseline_values: evaluation.CaseValues | None, bounds: dict[int, bound.BestBound | None]) -> _Step:
     """The half of the rule for a round faster than the baseline beyond the margin (``judged``,
     its geomean against the baseline): the current best, or a validated branch, by the best before it."""
-    step = _paired(_against_best_rule(cand, judged, best, out, margins, margin_text, memo, previous,
-                                      baseline_values, bounds), cand)
+    step = _against_best_rule(cand, judged, best, out, margins, margin_text, memo, previous, baseline_values,
+                              bounds)
+    if type(step.promotion) is not LaterPromotion:  # the bound decides no round judged on a paired run
+        _paired(step, cand)
     step.judged = judged
     return step
 
@@ -437,7 +440,7 @@ def _against_best_rule(cand: Candidate, judged: Judged, best: Candidate | None, 
     if known is not None and best.records_key is not None and known[0] == best.records_key:
         vs = known[1]
     elif bound.decides(cand, best, out.rounds[best.number], judged, baseline_values, margins, bounds):
-        return _Step(LaterPromotion((_later, (best, cand, margins, store, judged, margin_text)), n, VALIDATED,
+        return _Step(LaterPromotion((_later, best, cand, margins, store, judged, margin_text), n, VALIDATED,
                                     vs_base, best.number, "point"))
     elif cand.judged is not None and best.records_key is not None:
         vs = _versus(best, cand, margins, store)  # kept in the round's judgements, read first next time

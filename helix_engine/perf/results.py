@@ -8,7 +8,6 @@ together (and its validator refuses an interval that misses its point).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -180,13 +179,13 @@ _ROUND, _STATUS, _VS_BASELINE, _PAIRED, _PREVIOUS, _BASIS = (
 class LaterPromotion(RoundPromotion):
     """A round the promotion rule has decided against the best before it without computing their
     comparison: the decision rests on a bound (perf/bound.py), and the comparison and the reason it
-    goes into are computed when one of them is first read (``make``: (function, arguments) →
-    (vs_previous_best, reason)). A reload that makes a mid round of 1000 the best re-decides ~500
+    goes into are computed when one of them is first read (``make``: (function, *its arguments):
+    function(*arguments) → (vs_previous_best, reason)). A reload that makes a mid round of 1000 the best re-decides ~500
     later rounds; a screen reads a few of them. Equal, field for field, to the eager entry."""
 
     __slots__ = ("_make",)
 
-    def __init__(self, make: tuple[Callable[..., tuple[SpeedupEstimate, str]], tuple[Any, ...]], round: int,
+    def __init__(self, make: tuple[Any, ...], round: int,
                  status: PromotionStatus, vs_baseline: SpeedupEstimate | None, previous_best: int | None,
                  basis: Basis) -> None:
         # the slots set directly (~1 µs, not ~3.5 through the dataclass __init__ and the setters)
@@ -198,9 +197,10 @@ class LaterPromotion(RoundPromotion):
         _VS_BEST.__set__(self, None)
         _PREVIOUS.__set__(self, previous_best)
         _BASIS.__set__(self, basis)
-        #: (function, its arguments): one tuple, not a closure and its cells (a reload that moves the
-        #: best makes ~500 of these, and the collector looks at each object it allocates)
-        self._make: tuple[Callable[..., tuple[SpeedupEstimate, str]], tuple[Any, ...]] | None = make
+        #: (function, *its arguments): one tuple, not a closure and its cells, nor a tuple in a tuple (a
+        #: reload that moves the best makes ~500 of these, and the collector looks at each object it
+        #: allocates)
+        self._make: tuple[Any, ...] | None = make
 
     def _made(self) -> None:
         """Compute the pending fields, then mark them made: a second thread reading meanwhile (the
@@ -208,7 +208,7 @@ class LaterPromotion(RoundPromotion):
         them unset."""
         make = self._make
         if make is not None:
-            vs_best, reason = make[0](*make[1])
+            vs_best, reason = make[0](*make[1:])
             _VS_BEST.__set__(self, vs_best)
             _REASON.__set__(self, reason)
             self._make = None

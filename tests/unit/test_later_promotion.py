@@ -37,14 +37,14 @@ def test_a_later_promotion_computes_once_when_read_and_equals_its_eager_entry() 
         calls.append(1)
         return SpeedupEstimate(statistic="mean", point=point), "not faster than round-2"
 
-    lazy = LaterPromotion((make, (0.5,)), 3, VALIDATED, None, 2, "point")
+    lazy = LaterPromotion((make, 0.5), 3, VALIDATED, None, 2, "point")
     assert lazy.pending and lazy.round == 3 and lazy.previous_best == 2 and not calls
     eager = RoundPromotion(round=3, status=VALIDATED, reason="not faster than round-2",
                            vs_previous_best=SpeedupEstimate(statistic="mean", point=0.5), previous_best=2, basis="point")
     assert lazy == eager and eager == lazy and calls == [1] and not lazy.pending
     assert lazy.reason == "not faster than round-2" and lazy.vs_previous_best.point == 0.5 and calls == [1]
     assert dataclasses.asdict(lazy) == dataclasses.asdict(eager)
-    assert LaterPromotion((make, (0.25,)), 3, VALIDATED, None, 2, "point") != eager
+    assert LaterPromotion((make, 0.25), 3, VALIDATED, None, 2, "point") != eager
 
 
 def _times(rng: random.Random, factor: float, spread: float = 0.03) -> dict[str, float]:
@@ -119,7 +119,7 @@ def test_a_reader_in_another_thread_never_sees_the_pending_fields_unset() -> Non
             assert second_done.wait(10)
         return SpeedupEstimate(statistic="mean", point=0.5), "not faster than round-2"
 
-    lazy = LaterPromotion((make, ()), 3, VALIDATED, None, 2, "point")
+    lazy = LaterPromotion((make,), 3, VALIDATED, None, 2, "point")
     seen: list[str] = []
     worker = threading.Thread(target=lambda: seen.append(lazy.reason), name="worker")
     worker.start()
