@@ -183,6 +183,8 @@ class PromotionMemo:
     bests: list[int | None] = field(default_factory=list)
     #: the result's rounds, as the call ended (a later round may have superseded an earlier best)
     decided: dict[int, RoundPromotion] = field(default_factory=dict)
+    #: the call's baseline records and margins (the objects), which every candidate's inputs hold
+    inputs: tuple[object, ...] = ()
 
 
 @dataclass(slots=True)
@@ -254,19 +256,30 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
         best = _resume(ordered, start, out, memo, previous)  # type: ignore[arg-type]  # start > 0: both set
     bests = memo.bests if memo is not None else []
     bounds: dict[int, bound.BestBound | None] = {}  # bound.decides' part of each best, for this call
+    store = memo.store if memo is not None else None
     against: tuple[object, ...] | None = None  # the best before the round, as its steps are keyed
-    for cand in ordered[start:]:
+    # a candidate that is the previous call's own object at its place, under the same baseline and
+    # margins, has the inputs it had (a candidate never changes them): they are not made again
+    same_inputs = memo is not None and previous is not None and len(previous.inputs) == 2 \
+        and previous.inputs[0] is baseline and previous.inputs[1] is margins
+    before = previous.order if same_inputs and previous is not None else []
+    if memo is not None:
+        memo.inputs = (baseline, margins)
+    for i in range(start, len(ordered)):
+        cand = ordered[i]
         n = cand.number
         bests.append(best.number if best is not None else None)
-        own = (cand.eligible, cand.why_not, cand.metric, cand.records if cand.records_key is None else cand.records_key,
-               cand.vs_baseline, baseline, margins)
         if best is not None and (against is None or against[0] != best.number or against[2] is not out.rounds[best.number]):
             against = (best.number, best.records if best.records_key is None else best.records_key,
                        out.rounds[best.number])  # made again only when the best (or its entry) changes
         elif best is None:
             against = None
         found = previous.steps.get(n) if previous is not None else None
-        if found is None or found[0] != own:
+        same = found is not None and i < len(before) and before[i] is cand
+        own = found[0] if same and found is not None else (
+            cand.eligible, cand.why_not, cand.metric, cand.records if cand.records_key is None else cand.records_key,
+            cand.vs_baseline, baseline, margins)
+        if found is None or (not same and found[0] != own):
             found = (own, against, _decide(cand, best, out, baseline, margins, margin_text, memo, previous,
                                            baseline_values, bounds))
         else:
@@ -275,9 +288,13 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
             if found[2].uses_best and found[1] != against:  # only the best before it changed
                 judged = found[2].judged
                 assert judged is not None  # a step that read the best keeps the judgement it read
-                # last time's ``own`` kept (the same values): the one made above is freed at once
-                found = (found[0], against, _against_best(cand, judged, best, out, margins, margin_text, memo,
-                                                          previous, baseline_values, bounds))
+                # a new best re-decides every later round: most by the bound, taken first here
+                step = _bound_step(cand, judged, best, out.rounds[best.number], margins, store, margin_text,
+                                   baseline_values, bounds) if best is not None else None
+                if step is None:
+                    step = _against_best(cand, judged, best, out, margins, margin_text, memo, previous,
+                                         baseline_values, bounds)
+                found = (found[0], against, step)  # last time's inputs tuple (the same values), kept
         if memo is not None:
             memo.steps[n] = found  # the same entry when it was used: nothing new outlives the call
         step = found[2]
@@ -423,6 +440,23 @@ def _against_best(cand: Candidate, judged: Judged, best: Candidate | None, out: 
     return step
 
 
+def _bound_step(cand: Candidate, judged: Judged, best: Candidate, best_entry: RoundPromotion, margins: NoiseMargins,
+                store: IntervalCache | None, margin_text: str, baseline_values: evaluation.CaseValues | None,
+                bounds: dict[int, bound.BestBound | None]) -> _Step | None:
+    """The step of a round faster than the baseline (``judged``) that the bound decides is not
+    faster than ``best`` (perf/bound.py): a validated branch whose comparison with the best is
+    made when read. None: the bound does not decide it, or that comparison is known already (the
+    round's judgements keep it: the rule reads it)."""
+    known = cand.judged.get(best.number) if cand.judged is not None else None
+    if known is not None and best.records_key is not None and known[0] == best.records_key:
+        return None
+    if not bound.decides(cand, best, best_entry, judged, baseline_values, margins, bounds):
+        return None
+    assert judged.geomean is not None  # decides reads it
+    return _Step(LaterPromotion((_later, best, cand, margins, store, judged, margin_text), cand.number, VALIDATED,
+                                judged.geomean, best.number, "point"), judged=judged)
+
+
 def _against_best_rule(cand: Candidate, judged: Judged, best: Candidate | None, out: Promotion,
                        margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
                        previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None,
@@ -436,12 +470,13 @@ def _against_best_rule(cand: Candidate, judged: Judged, best: Candidate | None, 
             round=n, status=CURRENT_BEST, vs_baseline=vs_base, basis=basis,
             reason=f"geomean {judged.text()} vs baseline, faster beyond {margin_text}"), becomes_best=True)
     store = memo.store if memo is not None else None
+    step = _bound_step(cand, judged, best, out.rounds[best.number], margins, store, margin_text, baseline_values,
+                       bounds)
+    if step is not None:
+        return step
     known = cand.judged.get(best.number) if cand.judged is not None else None
     if known is not None and best.records_key is not None and known[0] == best.records_key:
         vs = known[1]
-    elif bound.decides(cand, best, out.rounds[best.number], judged, baseline_values, margins, bounds):
-        return _Step(LaterPromotion((_later, best, cand, margins, store, judged, margin_text), n, VALIDATED,
-                                    vs_base, best.number, "point"))
     elif cand.judged is not None and best.records_key is not None:
         vs = _versus(best, cand, margins, store)  # kept in the round's judgements, read first next time
         cand.judged[best.number] = (best.records_key, vs)
