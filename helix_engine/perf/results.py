@@ -171,9 +171,6 @@ def _fields(p: RoundPromotion) -> tuple[Any, ...]:
 
 _REASON = RoundPromotion.__dict__["reason"]  # the slots LaterPromotion fills when first read
 _VS_BEST = RoundPromotion.__dict__["vs_previous_best"]
-_ROUND, _STATUS, _VS_BASELINE, _PAIRED, _PREVIOUS, _BASIS = (
-    RoundPromotion.__dict__[name] for name in ("round", "status", "vs_baseline", "vs_baseline_paired",
-                                               "previous_best", "basis"))
 
 
 class LaterPromotion(RoundPromotion):
@@ -188,15 +185,16 @@ class LaterPromotion(RoundPromotion):
     def __init__(self, make: tuple[Any, ...], round: int,
                  status: PromotionStatus, vs_baseline: SpeedupEstimate | None, previous_best: int | None,
                  basis: Basis) -> None:
-        # the slots set directly (~1 µs, not ~3.5 through the dataclass __init__ and the setters)
-        _ROUND.__set__(self, round)
-        _STATUS.__set__(self, status)
+        # the slots set directly (not through the dataclass __init__): the plain ones by assignment,
+        # the two the properties below stand in front of through their slot descriptors
+        self.round = round
+        self.status = status
+        self.vs_baseline = vs_baseline
+        self.vs_baseline_paired = False
+        self.previous_best = previous_best
+        self.basis = basis
         _REASON.__set__(self, "")
-        _VS_BASELINE.__set__(self, vs_baseline)
-        _PAIRED.__set__(self, False)
         _VS_BEST.__set__(self, None)
-        _PREVIOUS.__set__(self, previous_best)
-        _BASIS.__set__(self, basis)
         #: (function, *its arguments): one tuple, not a closure and its cells, nor a tuple in a tuple (a
         #: reload that moves the best makes ~500 of these, and the collector looks at each object it
         #: allocates)
