@@ -340,6 +340,11 @@ def _outcomes(memo: EvaluationMemo, previous: EvaluationMemo | None, changed: li
 
         if all(map(keeps_best, changed)):
             return results, skipped, round_warnings, best
+        if best is None or best not in changed or keeps_best(best):
+            # the best did not fall, so every round not changed still ranks below it or ties later:
+            # the best is among the changed rounds and it (a reload: a mid round that became the best)
+            pool = sorted({*changed, *([best] if best is not None else [])})
+            return results, skipped, round_warnings, _best_of((n, entries[n][1].rank) for n in pool)
         return results, skipped, round_warnings, _best_of((n, entry[1].rank) for n, entry in entries.items())
     outcomes = [entry[1] for entry in entries.values()]  # in round order
     results = {n: o.result for n, o in zip(entries, outcomes) if o.result is not None}
