@@ -293,7 +293,7 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
                                    baseline_values, bounds) if best is not None else None
                 if step is None:
                     step = _against_best(cand, judged, best, out, margins, margin_text, memo, previous,
-                                         baseline_values, bounds)
+                                         baseline_values, bounds, bound_tried=True)
                 found = (found[0], against, step)  # last time's inputs tuple (the same values), kept
         if memo is not None:
             memo.steps[n] = found  # the same entry when it was used: nothing new outlives the call
@@ -429,11 +429,13 @@ def _vs_baseline(cand: Candidate, baseline: Sequence[PerfRecord], margins: Noise
 
 def _against_best(cand: Candidate, judged: Judged, best: Candidate | None, out: Promotion, margins: NoiseMargins,
                   margin_text: str, memo: PromotionMemo | None, previous: PromotionMemo | None,
-                  baseline_values: evaluation.CaseValues | None, bounds: dict[int, bound.BestBound | None]) -> _Step:
+                  baseline_values: evaluation.CaseValues | None, bounds: dict[int, bound.BestBound | None],
+                  *, bound_tried: bool = False) -> _Step:
     """The half of the rule for a round faster than the baseline beyond the margin (``judged``,
-    its geomean against the baseline): the current best, or a validated branch, by the best before it."""
+    its geomean against the baseline): the current best, or a validated branch, by the best before
+    it. ``bound_tried``: ``_bound_step`` has already not decided it."""
     step = _against_best_rule(cand, judged, best, out, margins, margin_text, memo, previous, baseline_values,
-                              bounds)
+                              bounds, bound_tried)
     if type(step.promotion) is not LaterPromotion:  # the bound decides no round judged on a paired run
         _paired(step, cand)
     step.judged = judged
@@ -460,7 +462,7 @@ def _bound_step(cand: Candidate, judged: Judged, best: Candidate, best_entry: Ro
 def _against_best_rule(cand: Candidate, judged: Judged, best: Candidate | None, out: Promotion,
                        margins: NoiseMargins, margin_text: str, memo: PromotionMemo | None,
                        previous: PromotionMemo | None, baseline_values: evaluation.CaseValues | None,
-                       bounds: dict[int, bound.BestBound | None]) -> _Step:
+                       bounds: dict[int, bound.BestBound | None], bound_tried: bool = False) -> _Step:
     n = cand.number
     vs_base = judged.geomean
     assert vs_base is not None
@@ -470,8 +472,8 @@ def _against_best_rule(cand: Candidate, judged: Judged, best: Candidate | None, 
             round=n, status=CURRENT_BEST, vs_baseline=vs_base, basis=basis,
             reason=f"geomean {judged.text()} vs baseline, faster beyond {margin_text}"), becomes_best=True)
     store = memo.store if memo is not None else None
-    step = _bound_step(cand, judged, best, out.rounds[best.number], margins, store, margin_text, baseline_values,
-                       bounds)
+    step = None if bound_tried else _bound_step(cand, judged, best, out.rounds[best.number], margins, store,
+                                                margin_text, baseline_values, bounds)
     if step is not None:
         return step
     known = cand.judged.get(best.number) if cand.judged is not None else None

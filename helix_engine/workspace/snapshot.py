@@ -104,10 +104,10 @@ def _set_baseline(snap: WorkspaceSnapshot) -> None:
     snap.extra["baseline_selection_failed"] = failed
 
 
-def _set_round(snap: WorkspaceSnapshot, n: int, rdir: Path) -> None:
-    # the view a reload replaces, when its read found nothing to report (its state is then reused
-    # while round-state.json is the same file; a read with problems is repeated, to report them)
-    before = snap.rounds.get(n) if not snap.extra.get("round_file_problems", {}).get(n) else None
+def _set_round(snap: WorkspaceSnapshot, n: int, rdir: Path, reuse: bool = False) -> None:
+    # ``reuse``: the view a reload replaces, when its read found nothing to report (its state is
+    # then reused while round-state.json is the same file; a read with problems is repeated)
+    before = snap.rounds.get(n) if reuse and not snap.extra.get("round_file_problems", {}).get(n) else None
     loaded = load_round(snap.root, n, rdir, _op_stem(snap), snap.extra.get(status_rules.CACHE_KEY), before)
     snap.rounds[n] = loaded.view
     snap.extra.setdefault("round_file_problems", {})[n] = loaded.problems
@@ -223,6 +223,9 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
     new.extra["internal_problems"] = internal
     parts: set[str] = set()
     rounds_to_read: set[int] = set()
+    # rounds whose round-state.json the caller named: read again even when its identity (size,
+    # mtime) looks unchanged, as a same-size rewrite within one timestamp tick would
+    states_named: set[int] = set()
     perf_owner = {_safe_resolve(p): n for n, p in new.extra[_FOREIGN_PERF].items()}  # usually none
     perf_owner.pop(None, None)
     real_root = _safe_resolve(root)
@@ -237,6 +240,8 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
         n = layout.round_number(head)
         if n is not None:
             rounds_to_read.add(n)
+            if rel.parts[1:] == (layout.ROUND_STATE,):
+                states_named.add(n)
         elif head == layout.BASELINE_DIR:
             parts.add("baseline")
         elif head == layout.OPT_NOTE:
@@ -272,7 +277,7 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
     # rounds whose view this reload creates (the others are shared): those named and the new folders
     owned = {n for n in rounds_to_read if n in dirs} | (dirs.keys() - new.rounds.keys())
     for n in sorted(owned):
-        _guard(internal, dirs[n].name, functools.partial(_set_round, new, n, dirs[n]), None)
+        _guard(internal, dirs[n].name, functools.partial(_set_round, new, n, dirs[n], n not in states_named), None)
     if "opt_note" in parts:
         _guard(internal, layout.OPT_NOTE, lambda: _set_opt_note(new), None)
     if "workflow" in parts:
@@ -480,6 +485,7 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
         # says which results can differ from the ones it was made from, when those are these
         if evaluation.changed is not None and evaluation.results_before is before_results:
             differ: Iterable[int] = evaluation.changed
+            evaluation.results_before = None  # read: the old results are not kept alive by the new
         else:
             differ = {*(n for n, r in results.items() if r is not before_results.get(n)),
                       *(n for n in before_results if n not in results)}

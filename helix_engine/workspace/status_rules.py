@@ -111,8 +111,8 @@ class Evaluation:
     memo: EvaluationMemo | None = None  # what this evaluation computed, for the next (see EvaluationMemo)
     #: the rounds whose ``results`` entry may not be the one in ``results_before``, the results of
     #: the evaluation this one was made from (a reload's: its memo's); None: any round's
-    changed: list[int] | None = None
-    results_before: dict[int, RoundResult] | None = field(default=None, repr=False)
+    changed: list[int] | None = field(default=None, compare=False, repr=False)
+    results_before: dict[int, RoundResult] | None = field(default=None, compare=False, repr=False)
 
     @property
     def best(self) -> RoundEvaluation | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -116,6 +117,26 @@ def test_reload_after_a_perf_file_changes_reuses_the_rounds_state_until_its_file
     again = reload(skipped, [write_perf(ws / "opt-round-3" / "opt_add_perf.txt", {"a": 6.0, "b": 6.0})])
     assert again.rounds[3].completed is False  # rebuilt as a full read would: not from the state alone
     _same(again, load_workspace(ws))
+
+
+def test_a_named_round_state_is_read_again_even_when_its_size_and_time_are_the_same(tmp_path: Path) -> None:
+    """An in-place rewrite of round-state.json with the same size within one timestamp tick keeps
+    its identity (device, inode, size, mtime): the file named by the caller is read all the same,
+    as before the view's state was reused. (What the status rules judged from it stays keyed by
+    that identity, here as in the round cache.)"""
+    ws = _ws(tmp_path)
+    snap = load_workspace(ws)
+    state_file = ws / "opt-round-2" / "round-state.json"
+    before = os.stat(state_file)
+    text = state_file.read_text()
+    assert '"correctness_status": "passed"' in text
+    state_file.write_text(text.replace('"correctness_status": "passed"', '"correctness_status": "failed"'))
+    os.utime(state_file, ns=(before.st_atime_ns, before.st_mtime_ns))  # the same size and time
+    assert os.stat(state_file).st_size == before.st_size and os.stat(state_file).st_ino == before.st_ino
+    after = reload(snap, [state_file])
+    assert after.rounds[2].state.correctness_status == "failed"
+    same_folder = reload(snap, [ws / "opt-round-2"])  # the folder named, not the file: its identity decides
+    assert same_folder.rounds[2].state is snap.rounds[2].state
 
 
 def test_reload_after_baseline_perf_changes(tmp_path: Path, perf_reads: list[Path]) -> None:
