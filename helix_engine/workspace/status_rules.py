@@ -9,6 +9,7 @@ reload judges again only the rounds it re-read and those judged against a change
 
 from __future__ import annotations
 
+import bisect
 import functools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -280,6 +281,10 @@ class EvaluationMemo:
     statuses: Mapping[int, str | None] = field(default_factory=dict)
     #: what ``_outcomes`` made of ``rounds``: results, skipped, the rounds' warnings, upstream's best
     outcomes: tuple[dict[int, RoundResult], dict[int, str], list[str], int | None] | None = None
+    #: the ranked rounds as (rank, -number), sorted (the last is upstream's best), made the first
+    #: time a reload's best fell and kept up to date after: the next best is then the last entry,
+    #: not a ranking of every round again (None: not made)
+    ranking: list[tuple[tuple[float, float], int]] | None = None
 
 
 def _extends(before: Mapping[int, Any], order: list[int]) -> bool:
@@ -326,6 +331,7 @@ def _outcomes(memo: EvaluationMemo, previous: EvaluationMemo | None, changed: li
             if outcome.warnings != (old.warnings if old is not None else []):
                 round_warnings = [w for e in entries.values() if e[1].warnings for w in e[1].warnings]
         top = old_entries[best][1].rank if best is not None and best in old_entries else None  # its rank before
+        memo.ranking = _ranking_after(previous.ranking, changed, old_entries, entries)
 
         def keeps_best(n: int) -> bool:
             """The best stays the best after round ``n`` changed: ``n`` is the best and did not fall
@@ -345,12 +351,36 @@ def _outcomes(memo: EvaluationMemo, previous: EvaluationMemo | None, changed: li
             # the best is among the changed rounds and it (a reload: a mid round that became the best)
             pool = sorted({*changed, *([best] if best is not None else [])})
             return results, skipped, round_warnings, _best_of((n, entries[n][1].rank) for n in pool)
-        return results, skipped, round_warnings, _best_of((n, entry[1].rank) for n, entry in entries.items())
+        if memo.ranking is None:  # the best fell: every round is ranked, once
+            memo.ranking = sorted((entry[1].rank, -n) for n, entry in entries.items() if entry[1].rank is not None)
+        return results, skipped, round_warnings, -memo.ranking[-1][1] if memo.ranking else None
     outcomes = [entry[1] for entry in entries.values()]  # in round order
     results = {n: o.result for n, o in zip(entries, outcomes) if o.result is not None}
     skipped = {n: o.skipped for n, o in zip(entries, outcomes) if o.skipped is not None}
     round_warnings = [w for o in outcomes if o.warnings for w in o.warnings]
     return results, skipped, round_warnings, _best_of((n, o.rank) for n, o in zip(entries, outcomes))
+
+
+def _ranking_after(ranking: list[tuple[tuple[float, float], int]] | None, changed: list[int],
+                   old_entries: Mapping[int, tuple[list[Any], RoundSummary]],
+                   entries: Mapping[int, tuple[list[Any], RoundSummary]]) -> list[tuple[tuple[float, float], int]] | None:
+    """``ranking`` (EvaluationMemo.ranking) with the ``changed`` rounds at their new ranks: a
+    copy, the previous memo's is left as it was; None when there is none, or it does not hold a
+    changed round's old rank (then it is made again when needed)."""
+    if ranking is None:
+        return None
+    ranking = list(ranking)
+    for n in changed:
+        old = old_entries[n][1].rank if n in old_entries else None
+        if old is not None:
+            at = bisect.bisect_left(ranking, (old, -n))
+            if at == len(ranking) or ranking[at] != (old, -n):
+                return None
+            del ranking[at]
+        new = entries[n][1].rank
+        if new is not None:
+            bisect.insort(ranking, (new, -n))
+    return ranking
 
 
 def _context(base_records: list[PerfRecord], base_file: str, metric: str | None, margins: Any) -> list[Any]:

@@ -396,3 +396,19 @@ def test_a_linked_round_folder_is_looked_at_on_every_reload(tmp_path: Path, monk
     after = reload(snap, named)
     assert sorted(after.rounds) == [1]
     assert view(after) == view(load_workspace(ws))
+
+
+def test_upstreams_best_after_reloads_that_make_the_best_fall_and_another_round_rise(tmp_path: Path) -> None:
+    """Upstream's best (the highest geomean) across chained reloads, each against a full load: the
+    best falls (every round is ranked once, and the ranking kept), another round rises without
+    passing the best (the kept ranking takes its new rank), then the best falls again (the risen
+    round is the best: read from the kept ranking)."""
+    ws = build_workspace(tmp_path, baseline=BASE, rounds=[
+        {"a": 5.0, "b": 10.0}, {"a": 4.0, "b": 8.0}, {"a": 8.0, "b": 16.0}, {"a": 6.5, "b": 13.0}])
+    snap = load_workspace(ws)
+    assert snap.best_round == 2
+    steps = [(2, {"a": 10.0, "b": 20.0}, 1), (3, {"a": 5.5, "b": 11.0}, 1), (1, {"a": 10.0, "b": 20.0}, 3),
+             (3, {"a": 9.0, "b": 18.0}, 4)]
+    for n, times, best in steps:
+        snap = reload(snap, [write_perf(ws / f"opt-round-{n}" / "opt_add_perf.txt", times)])
+        assert snap.best_round == best == load_workspace(ws).best_round
