@@ -171,9 +171,9 @@ class PromotionMemo:
     Entries keep their inputs and are used only when the new inputs are the same objects (or
     equal ones): a memo never changes a number, it only skips recomputing it."""
 
-    #: per round: its own inputs, the best it was judged against (number, records key, entry; None:
-    #: the baseline), and the step; a step that did not read the best is kept when only the best changed
-    steps: dict[int, tuple[tuple[object, ...], tuple[object, ...] | None, _Step]] = field(default_factory=dict)
+    #: per round: its step, with its own inputs and the best it was judged against (``_Step.own``,
+    #: ``_Step.against``); a step that did not read the best is kept when only the best changed
+    steps: dict[int, _Step] = field(default_factory=dict)
     vs_baseline: dict[int, tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
     vs_best: dict[tuple[int, int], tuple[tuple[object, ...], _Judged]] = field(default_factory=dict)
     store: IntervalCache | None = None  # bootstrapped geomeans kept between runs (perf/interval_cache.py)
@@ -199,6 +199,11 @@ class _Step:
     #: re-decided only because the best before it changed is judged against the new best from it
     #: (``_against_best``), its half of the rule that reads no best not done again
     judged: Judged | None = None
+    #: what the step was decided from, set by ``promote`` on the step it made (a step kept from the
+    #: previous call is never changed: that call's memo still holds it): the round's own inputs,
+    #: and the best before it (number, records key, entry; None: the baseline)
+    own: tuple[object, ...] = ()
+    against: tuple[object, ...] | None = None
 
 
 @dataclass
@@ -276,17 +281,17 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
             against = None
         found = previous.steps.get(n) if previous is not None else None
         same = found is not None and i < len(before) and before[i] is cand
-        own = found[0] if same and found is not None else (
+        own = found.own if same and found is not None else (
             cand.eligible, cand.why_not, cand.metric, cand.records if cand.records_key is None else cand.records_key,
             cand.vs_baseline, baseline, margins)
-        if found is None or (not same and found[0] != own):
-            found = (own, against, _decide(cand, best, out, baseline, margins, margin_text, memo, previous,
-                                           baseline_values, bounds))
+        if found is None or (not same and found.own != own):
+            found = _decide(cand, best, out, baseline, margins, margin_text, memo, previous, baseline_values, bounds)
+            found.own, found.against = own, against
         else:
             if memo is not None and previous is not None and n in previous.vs_baseline:
                 memo.vs_baseline[n] = previous.vs_baseline[n]  # kept for when the best before it changes
-            if found[2].uses_best and found[1] != against:  # only the best before it changed
-                judged = found[2].judged
+            if found.uses_best and found.against != against:  # only the best before it changed
+                judged = found.judged
                 assert judged is not None  # a step that read the best keeps the judgement it read
                 # a new best re-decides every later round: most by the bound, taken first here
                 step = _bound_step(cand, judged, best, out.rounds[best.number], margins, store, margin_text,
@@ -294,10 +299,11 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
                 if step is None:
                     step = _against_best(cand, judged, best, out, margins, margin_text, memo, previous,
                                          baseline_values, bounds, bound_tried=True)
-                found = (found[0], against, step)  # last time's inputs tuple (the same values), kept
+                step.own, step.against = found.own, against  # last time's inputs tuple (the same values)
+                found = step
         if memo is not None:
             memo.steps[n] = found  # the same entry when it was used: nothing new outlives the call
-        step = found[2]
+        step = found
         out.rounds[n] = step.promotion
         if step.becomes_best:
             if best is not None and step.superseded is not None:
@@ -336,11 +342,11 @@ def _resume(ordered: list[Candidate], start: int, out: Promotion, memo: Promotio
         memo.vs_baseline.update(itertools.takewhile(lambda item: item[0] <= last_number, vs_baseline.items()))
     memo.bests[:] = previous.bests[:start]
     assert next(reversed(memo.steps)) == last_number, "the previous call's steps are not in round order"
-    last = steps[last_number][2]
+    last = steps[last_number]
     best_number = last_number if last.becomes_best else previous.bests[start - 1]
     if best_number is None:
         return None
-    out.rounds[best_number] = steps[best_number][2].promotion
+    out.rounds[best_number] = steps[best_number].promotion
     return next(cand for cand in ordered[:start] if cand.number == best_number)
 
 
