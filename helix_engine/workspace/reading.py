@@ -65,9 +65,10 @@ def load_session() -> Iterator[None]:
         _SESSION.folders = outer_folders
 
 
-def real_path(path: str) -> str:
-    """``os.path.realpath(path)`` (not strict), through the load session's folder cache."""
-    return _realpath(path)[0]
+def real_path(path: str) -> tuple[str, bool]:
+    """``os.path.realpath(path)`` (not strict), through the load session's folder cache, and
+    whether it may end on a link (then a caller that must see a loop resolves it itself)."""
+    return _realpath(path)
 
 
 def _realpath(path: str) -> tuple[str, bool]:

@@ -312,10 +312,16 @@ def _file_key(path: Path) -> tuple[int, int] | None:
 
 
 def _safe_resolve(path: Path) -> Path | None:
-    """``path.resolve()``; an absolute path through the load session's folder cache (a reload
-    resolves the root, the baseline perf file and each changed path: one walk of their folders)."""
+    """``path.resolve()`` (None on a link loop). An absolute path is first looked up through the
+    load session's folder cache (a reload resolves the root, the baseline perf file and each
+    changed path: one walk of their folders); one that may end on a link, or leads to nothing
+    (missing, or a loop on its way), is left to ``resolve``."""
     try:
-        return Path(real_path(os.fspath(path))) if path.is_absolute() else path.resolve()
+        if path.is_absolute():
+            real, may_loop = real_path(os.fspath(path))
+            if not may_loop and os.path.lexists(real):
+                return Path(real)
+        return path.resolve()
     except (OSError, RuntimeError, ValueError):
         return None
 

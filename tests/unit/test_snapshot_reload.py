@@ -412,3 +412,19 @@ def test_upstreams_best_after_reloads_that_make_the_best_fall_and_another_round_
     for n, times, best in steps:
         snap = reload(snap, [write_perf(ws / f"opt-round-{n}" / "opt_add_perf.txt", times)])
         assert snap.best_round == best == load_workspace(ws).best_round
+
+
+def test_a_changed_path_on_a_link_loop_is_not_resolved(tmp_path: Path) -> None:
+    """A path the watcher names that runs into a link loop resolves to nothing (as Path.resolve
+    says), so it names no round to read; the reload still ends where a full load does."""
+    from helix_engine.workspace import reading as reading_module
+    from helix_engine.workspace.snapshot import _safe_resolve
+
+    ws = _ws(tmp_path)
+    (ws / "loop_a").symlink_to(ws / "loop_b")
+    (ws / "loop_b").symlink_to(ws / "loop_a")
+    snap = load_workspace(ws)
+    with reading_module.load_session():
+        assert _safe_resolve(ws / "loop_a" / "x") is None
+        assert _safe_resolve(ws / "opt-round-1") == (ws / "opt-round-1").resolve()
+    _same(reload(snap, [ws / "loop_a" / "x"]), load_workspace(ws))
