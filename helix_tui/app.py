@@ -26,7 +26,7 @@ from textual.widgets import TabbedContent, Tree
 from helix_engine.sanitize import clean
 from helix_engine.watch import WatchBatch, watch_workspace
 from helix_engine.workspace.models import WorkspaceSnapshot
-from helix_tui import actions, hangup, render, views
+from helix_tui import actions, gc_policy, hangup, render, views
 from helix_tui.commands import CockpitAction, HelixCommands, display_key
 from helix_tui.jobs_state import JobTracker
 from helix_tui.key_actions import KeyActions
@@ -98,6 +98,7 @@ class HelixApp(KeyActions, App[int]):
                  fleet_folder: Path | None = None) -> None:
         super().__init__()
         _freeze_at_exit()
+        gc_policy.apply()
         self.workspace = Path(workspace).resolve()
         #: the folder W lists (the folder the picker was opened on, else the workspace's parent)
         self.fleet_folder = Path(fleet_folder).resolve() if fleet_folder is not None else self.workspace.parent

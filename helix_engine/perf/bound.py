@@ -82,10 +82,23 @@ def decides(cand: Candidate, best: Candidate, best_entry: RoundPromotion, judged
     ``SLACK`` decides it (the point-only comparison computes no interval either). False
     sends the round to the comparison itself. ``kept``: the best's part, by its number, for the
     rest of one ``promote`` call."""
+    bound = for_best(best, best_entry, base, margins, kept)
+    return bound is not None and decides_with(bound, best.metric, cand, judged)
+
+
+def for_best(best: Candidate, best_entry: RoundPromotion, base: evaluation.CaseValues | None,
+             margins: NoiseMargins, kept: dict[int, BestBound | None]) -> BestBound | None:
+    """``best_bound``, made once per best (and entry) for one ``promote`` call (``kept``)."""
     bound = kept.get(best.number, _UNSET)
     if bound is _UNSET or (bound is not None and bound.entry is not best_entry):
         bound = kept[best.number] = best_bound(best, best_entry, base, margins)
-    if bound is None or cand.metric != best.metric or judged.geomean is None:
+    return bound
+
+
+def decides_with(bound: BestBound, best_metric: str, cand: Candidate, judged: Judged) -> bool:
+    """The round's part of ``decides``, given the best's (``bound``, its metric): the promotion
+    rule calls it alone over a run of later rounds, the best's part made once."""
+    if cand.metric != best_metric or judged.geomean is None:
         return False
     facts = cand.bound_facts
     if facts is None:

@@ -270,15 +270,22 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
     before = previous.order if same_inputs and previous is not None else []
     if memo is not None:
         memo.inputs = (baseline, margins)
-    for i in range(start, len(ordered)):
-        cand = ordered[i]
-        n = cand.number
-        bests.append(best.number if best is not None else None)
+    i = start
+    while i < len(ordered):
         if best is not None and (against is None or against[0] != best.number or against[2] is not out.rounds[best.number]):
             against = (best.number, best.records if best.records_key is None else best.records_key,
                        out.rounds[best.number])  # made again only when the best (or its entry) changes
         elif best is None:
             against = None
+        if best is not None and before:
+            assert memo is not None and previous is not None and against is not None  # before: both given
+            i = _later_run(ordered, i, before, previous, memo, out, best, against, margins, margin_text,
+                           baseline_values, bounds)
+            if i == len(ordered):
+                break
+        cand = ordered[i]
+        n = cand.number
+        bests.append(best.number if best is not None else None)
         found = previous.steps.get(n) if previous is not None else None
         same = found is not None and i < len(before) and before[i] is cand
         own = found.own if same and found is not None else (
@@ -309,8 +316,9 @@ def promote(candidates: Sequence[Candidate], baseline: Sequence[PerfRecord], *,
             if best is not None and step.superseded is not None:
                 out.rounds[best.number] = step.superseded
             best = cand
+        i += 1
     if memo is not None:
-        memo.order, memo.decided = ordered, dict(out.rounds)
+        memo.order, memo.decided = ordered, out.rounds  # the result is never changed after this call
     out.best_round = best.number if best is not None else None
     return out
 
@@ -460,9 +468,56 @@ def _bound_step(cand: Candidate, judged: Judged, best: Candidate, best_entry: Ro
         return None
     if not bound.decides(cand, best, best_entry, judged, baseline_values, margins, bounds):
         return None
-    assert judged.geomean is not None  # decides reads it
+    return _later_step(cand, judged, best, margins, store, margin_text)
+
+
+def _later_step(cand: Candidate, judged: Judged, best: Candidate, margins: NoiseMargins, store: IntervalCache | None,
+                margin_text: str, own: tuple[object, ...] = (), against: tuple[object, ...] | None = None) -> _Step:
+    """The step of a round the bound decides against ``best``: a validated branch, its comparison
+    with the best made when read (LaterPromotion). ``own``, ``against``: the step's keys."""
+    geomean = judged.geomean
+    assert geomean is not None  # the bound reads it
     return _Step(LaterPromotion((_later, best, cand, margins, store, judged, margin_text), cand.number, VALIDATED,
-                                judged.geomean, best.number, "point"), judged=judged)
+                                geomean, best.number, "point"), False, None, True, judged, own, against)
+
+
+def _later_run(ordered: list[Candidate], i: int, before: list[Candidate], previous: PromotionMemo,
+               memo: PromotionMemo, out: Promotion, best: Candidate, against: tuple[object, ...],
+               margins: NoiseMargins, margin_text: str, baseline_values: evaluation.CaseValues | None,
+               bounds: dict[int, bound.BestBound | None]) -> int:
+    """The loop of ``promote`` over a run of rounds from ``i`` that keep their step or are decided by
+    the bound against ``best``, the best's part read once (a new best re-decides ~500 later rounds
+    of 1000): each round is the previous call's own candidate at its place (its inputs unchanged),
+    and its step either did not read the best, or read this one (``against``), or the bound decides
+    it against this one. Returns the index of the first round it leaves to the loop: a round whose
+    inputs changed, one that became the best, one the bound does not decide."""
+    best_part = bound.for_best(best, out.rounds[best.number], baseline_values, margins, bounds)
+    steps, rounds, bests, kept = memo.steps, out.rounds, memo.bests, previous.steps
+    vs_baseline, kept_vs_baseline = memo.vs_baseline, previous.vs_baseline
+    number, key, metric, store = best.number, best.records_key, best.metric, memo.store
+    end = min(len(ordered), len(before))
+    while i < end:
+        cand = ordered[i]
+        n = cand.number
+        found = kept.get(n)
+        if before[i] is not cand or found is None or found.becomes_best:
+            break
+        if found.uses_best and found.against != against:  # the best before it changed: the bound's turn
+            judged = found.judged
+            if best_part is None or judged is None:
+                break
+            known = cand.judged.get(number) if cand.judged is not None else None
+            if (known is not None and key is not None and known[0] == key) \
+                    or not bound.decides_with(best_part, metric, cand, judged):
+                break
+            found = _later_step(cand, judged, best, margins, store, margin_text, found.own, against)
+        if n in kept_vs_baseline:
+            vs_baseline[n] = kept_vs_baseline[n]
+        bests.append(number)
+        steps[n] = found
+        rounds[n] = found.promotion
+        i += 1
+    return i
 
 
 def _against_best_rule(cand: Candidate, judged: Judged, best: Candidate | None, out: Promotion,
