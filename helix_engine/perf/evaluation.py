@@ -90,6 +90,10 @@ class CaseValues:
     kernel: tuple[float | None, ...]
     total: tuple[float | None, ...]
     bench_mode: str | None
+    #: whether some record carries samples; False: no comparison with these values has an interval
+    #: (no case has a median on this side), so a point that could pass is judged on the point
+    #: (promotion._on_values). True when not known.
+    sampled: bool = True
 
     @functools.cached_property
     def kernel_ok(self) -> bool:

@@ -118,14 +118,16 @@ def _could_pass(point: float, limit: float) -> bool:
 
 def _on_values(reference: Candidate, cand: Candidate, margins: NoiseMargins) -> Judged | None:
     """``cand`` judged against ``reference`` from both rounds' compact values, when that is all the
-    rule needs: the comparison is not possible (no geomean), or its point cannot pass (then the
-    full path judges the point too: no interval is computed). None: compare the records."""
+    rule needs: the comparison is not possible (no geomean), its point cannot pass, or one side
+    carries no samples (then the full path judges the point too: no interval is computed). None:
+    compare the records."""
     ref_values, cand_values = values_of(reference), values_of(cand)
     if ref_values is None or cand_values is None:
         return None
     found = evaluation.compare_values(ref_values, cand_values, cand.metric)
     margin = margins.for_geomean(found.latency_ids)
-    if found.geomean is not None and _could_pass(found.geomean.point, margin):
+    if found.geomean is not None and _could_pass(found.geomean.point, margin) \
+            and ref_values.sampled and cand_values.sampled:
         return None
     return _Judged(found.geomean, margin)
 

@@ -40,8 +40,9 @@ CACHE_FILE = "rounds.json"
 DELTA_FILE = "rounds.delta.json"
 #: Past this many entries in the delta, rounds.json is written again whole.
 DELTA_MAX = 64
-VERSION = 6  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records'
-# digest; 5: and their compact case values (values_out); 6: the values as four strings
+VERSION = 7  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records'
+# digest; 5: and their compact case values (values_out); 6: the values as four strings; 7: and whether
+# the records carry samples
 #: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
 _CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/status_pairing.py",
          "workspace/round_reading.py", "workspace/reading.py", "workspace/models.py", "perf/artifact.py",
@@ -123,14 +124,14 @@ def _judged_in(value: Any) -> Any:
 
 def values_out(values: Any) -> list[Any] | None:
     """A round's compact case values (evaluation.CaseValues) as a perf entry keeps them: [bench
-    mode, latency ids, kernel averages, total-op averages], each column one string, ``|`` between
-    cells ("" for an absent average). Strings, not lists: 1000 rounds' values as JSON lists made
+    mode, latency ids, kernel averages, total-op averages, sampled], each column one string, ``|``
+    between cells ("" for an absent average), sampled a bool. Strings, not lists: 1000 rounds' values as JSON lists made
     rounds.json ~6x slower to parse, and a load never needs them (a reload judging rounds against
     a new best does, status_rules.view_values); ``|``, not a tab: an escaped character slows the
     parse of a string. None: not kept (a label with a ``|``: that round is compared from records)."""
     if values is None or any(SEP in lid for lid in values.ids):
         return None
-    return [values.bench_mode, SEP.join(values.ids), _cells(values.kernel), _cells(values.total)]
+    return [values.bench_mode, SEP.join(values.ids), _cells(values.kernel), _cells(values.total), values.sampled]
 
 
 SEP = "|"
@@ -147,8 +148,9 @@ def values_in(value: Any) -> Any:
     from helix_engine.workspace.status_pairing import shared_ids
 
     try:
-        bench_mode, id_cells, kernel_cells, total_cells = value
-        if not (isinstance(id_cells, str) and (bench_mode is None or isinstance(bench_mode, str))):
+        bench_mode, id_cells, kernel_cells, total_cells, sampled = value
+        if not (isinstance(id_cells, str) and (bench_mode is None or isinstance(bench_mode, str))
+                and type(sampled) is bool):
             return None
         ids = tuple(id_cells.split(SEP)) if id_cells else ()
         kernel, total = _column(kernel_cells, len(ids)), _column(total_cells, len(ids))
@@ -156,7 +158,7 @@ def values_in(value: Any) -> Any:
         return None
     if kernel is None or total is None or any(a >= b for a, b in zip(ids, ids[1:])):
         return None  # the pairing reads ids sorted and unique
-    return CaseValues(shared_ids(ids), kernel, total, bench_mode)
+    return CaseValues(shared_ids(ids), kernel, total, bench_mode, sampled)
 
 
 def _column(cells: str, n: int) -> tuple[float | None, ...] | None:

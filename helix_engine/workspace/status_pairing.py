@@ -78,7 +78,7 @@ def _cached_issues(records: list[PerfRecord]) -> tuple[PerfIssues, CaseValues]:
     values = CaseValues(shared_ids(tuple(r.latency_id for r in ordered)),
                         tuple(r.kernel_avg_time_us for r in ordered),
                         tuple(r.total_op_avg_time_us for r in ordered),
-                        next(iter(issues.bench_modes), None))
+                        next(iter(issues.bench_modes), None), any(r.samples_us for r in records))
     if len(_ISSUES_CACHE) >= _ISSUES_CACHED:
         del _ISSUES_CACHE[next(iter(_ISSUES_CACHE))]  # the oldest
     _ISSUES_CACHE[id(records)] = (records, issues, values)

@@ -120,33 +120,47 @@ def test_another_bench_mode_is_not_compared_on_either_path() -> None:
         "cannot compare opt-round-2: bench_mode differs (baseline=torch-npu-profiler, opt-round-2=perf-counter)"]
 
 
+def _sampled(rng: random.Random, label: str, value: float, samples: bool) -> PerfRecord:
+    return PerfRecord(case_label=label, kernel_avg_time_us=value, bench_mode="m",
+                      samples_us=[round(value * rng.gauss(1.0, 0.01), 4) for _ in range(12)] if samples else None)
+
+
 @pytest.mark.parametrize("calibrated", [False, True])
-def test_the_promotion_rules_compact_judgement_is_the_full_paths(calibrated: bool) -> None:
+@pytest.mark.parametrize("sides", ["neither sampled", "both sampled", "only the best sampled", "only the round sampled"])
+def test_the_promotion_rules_compact_judgement_is_the_full_paths(calibrated: bool, sides: str) -> None:
     """promotion._on_values (geomean and margin) equals what the rule's full path judges from the
-    records whenever it answers, and it answers exactly when the point cannot pass."""
+    records whenever it answers, and it answers exactly when the point cannot pass or a side
+    carries no samples (no interval then: the full path judges the point too)."""
     rng = random.Random(7)
     margins = NoiseMargins(per_case={"latency-a": 0.04, "latency-c": 0.021}, source="calibrated") \
         if calibrated else NoiseMargins()
-    answered = 0
+    best_sampled, round_sampled = sides in ("both sampled", "only the best sampled"), \
+        sides in ("both sampled", "only the round sampled")
+    answered = passing = 0
     for _ in range(300):
-        base = [_record(lab, round(rng.uniform(50, 60), 2), None, "m") for lab in "abcd"]
-        cand = [_record(r.case_label, round(r.kernel_avg_time_us * rng.uniform(0.95, 1.06), 2), None, "m")
+        base = [_sampled(rng, lab, round(rng.uniform(50, 60), 2), best_sampled) for lab in "abcd"]
+        cand = [_sampled(rng, r.case_label, round(r.kernel_avg_time_us * rng.uniform(0.95, 1.06), 2), round_sampled)
                 for r in base if rng.random() < 0.97]
         best = promotion.Candidate(1, True, records=base, values=status_pairing.case_values(base))
         later = promotion.Candidate(2, True, metric="kernel", records=cand, values=status_pairing.case_values(cand))
         quick = promotion._on_values(best, later, margins)
         ev = evaluation.evaluate(base, cand, rule="status", metric="kernel", with_ci=False, noise_margin=margins)
         full = promotion._judged_geomean(ev, base, cand, "kernel", margins, None)
-        assert (quick is None) == (ev.geomean is not None and ev.geomean.point > 1.0 + full.margin)
+        could_pass = ev.geomean is not None and ev.geomean.point > 1.0 + full.margin
+        passing += could_pass
+        assert (quick is None) == (could_pass and best_sampled and round_sampled)
         if quick is not None:
             answered += 1
             assert (quick.geomean, quick.margin) == (full.geomean, full.margin)
-    assert 100 < answered < 300
+            assert full.geomean is None or full.geomean.interval is None  # no interval was due
+    assert 10 < passing < 290  # both branches of the rule exercised
+    assert (answered == 300) == (sides != "both sampled")
 
 
 def test_records_the_rule_refuses_on_their_own_have_no_values() -> None:
     ok = [_record("a", 1.0, 2.0, "m"), _record("b", 3.0, None, "m")]
-    assert status_pairing.case_values(ok) == evaluation.CaseValues(("latency-a", "latency-b"), (1.0, 3.0), (2.0, None), "m")
+    assert status_pairing.case_values(ok) == evaluation.CaseValues(("latency-a", "latency-b"), (1.0, 3.0), (2.0, None),
+                                                                   "m", False)
     assert status_pairing.case_values([*ok, _record("a", 1.0, 2.0, "m")]) is None  # a repeated id
     assert status_pairing.case_values([ok[0], _record("b", 3.0, None, "other")]) is None  # two bench modes
     failed = PerfRecord(case_label="b", kernel_avg_time_us=3.0, error_message="timeout", bench_mode="m")

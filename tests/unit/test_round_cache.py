@@ -330,17 +330,30 @@ from hypothesis import strategies as st  # noqa: E402
 _CELL = st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False, width=64))
 
 
-@given(st.lists(st.tuples(_CELL, _CELL), min_size=1, max_size=30), st.sampled_from([None, "torch-npu-profiler"]))
-def test_stored_values_come_back_as_they_were(cells: list[tuple[float | None, float | None]], mode: str | None) -> None:
-    """values_in(values_out(v)) is v for every column, full (parsed in C) or with absent averages."""
+@given(st.lists(st.tuples(_CELL, _CELL), min_size=1, max_size=30), st.sampled_from([None, "torch-npu-profiler"]),
+       st.booleans())
+def test_stored_values_come_back_as_they_were(cells: list[tuple[float | None, float | None]], mode: str | None,
+                                               sampled: bool) -> None:
+    """values_in(values_out(v)) is v for every column, full (parsed in C) or with absent averages,
+    and whether its records carry samples."""
     ids = tuple(f"case-{i:03d}" for i in range(len(cells)))
-    values = evaluation.CaseValues(ids, tuple(k for k, _ in cells), tuple(t for _, t in cells), mode)
+    values = evaluation.CaseValues(ids, tuple(k for k, _ in cells), tuple(t for _, t in cells), mode, sampled)
     back = round_cache.values_in(round_cache.values_out(values))
     assert back is not None
-    assert (back.ids, back.kernel, back.total, back.bench_mode) == (values.ids, values.kernel, values.total, mode)
+    assert (back.ids, back.kernel, back.total, back.bench_mode, back.sampled) \
+        == (values.ids, values.kernel, values.total, mode, sampled)
 
 
 @pytest.mark.parametrize("cells", ["1.0|inf", "nan|2.0", "1.0|x", "1.0|2.0|3.0", "1.0", "1e999|1.0", "|inf"])
 def test_a_stored_column_that_is_not_two_finite_averages_is_not_used(cells: str) -> None:
-    assert round_cache.values_in([None, "a|b", cells, "1.0|2.0"]) is None
-    assert round_cache.values_in([None, "a|b", "1.0|2.0", cells]) is None
+    assert round_cache.values_in([None, "a|b", cells, "1.0|2.0", True]) is None
+    assert round_cache.values_in([None, "a|b", "1.0|2.0", cells, True]) is None
+
+
+@pytest.mark.parametrize("sampled", [None, 1, "yes", 0.0])
+def test_stored_values_without_a_bool_sampled_are_not_used(sampled: object) -> None:
+    """A fifth cell that is not a bool (or none: an entry of the previous format) is not ours: a
+    round read as unsampled would be judged on its point where an interval is due."""
+    assert round_cache.values_in([None, "a|b", "1.0|2.0", "1.0|2.0", True]) is not None
+    assert round_cache.values_in([None, "a|b", "1.0|2.0", "1.0|2.0", sampled]) is None
+    assert round_cache.values_in([None, "a|b", "1.0|2.0", "1.0|2.0"]) is None
