@@ -46,6 +46,7 @@ _SAME_FILE = "same_file_checks"  # extra: round -> (its paths, baseline perf and
 #: extra: (context, round -> (parent, source, workflow status, problems), round -> workflow status)
 _ROUND_LINES = "round_lines"
 _LISTED_MISSING = "listed_missing"  # extra: ((state, rounds, half-started), its problems)
+_WITH_PROBLEMS = "rounds_with_problems"  # extra: (the rounds, those whose view has problems, in order)
 _LISTING = "folder_listing"  # extra: folder_listing.Listing, what the last listing of the folder found
 
 
@@ -197,9 +198,11 @@ def _load(path: Path) -> WorkspaceSnapshot:
     return snap
 
 
-def _drop_records(snap: WorkspaceSnapshot) -> None:
-    """The snapshot keeps each round's summary, not its records (read again on demand)."""
-    for view in snap.rounds.values():
+def _drop_records(snap: WorkspaceSnapshot, rounds: Iterable[int] | None = None) -> None:
+    """The snapshot keeps each round's summary, not its records (read again on demand).
+    ``rounds``: the only views that may hold some (a reload's re-read rounds); None: all."""
+    views = snap.rounds
+    for view in views.values() if rounds is None else (views[n] for n in rounds if n in views):
         view.records = None
 
 
@@ -285,7 +288,7 @@ def _reload(snap: WorkspaceSnapshot, changed: Iterable[Path]) -> WorkspaceSnapsh
     if "verify" in parts:
         _guard(internal, VERIFY_DIR, lambda: _set_verify(new), None)
     _guard(internal, ".", lambda: _derive(new, owned), None)
-    _drop_records(new)
+    _drop_records(new, owned)  # every other view is shared with a snapshot that dropped its records
     return new
 
 
@@ -517,14 +520,27 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     if snap.baseline is not None:
         problems += snap.baseline.problems
     rounds = snap.rounds
-    for n in sorted(rounds):
-        if found := rounds[n].problems:
-            problems += found
+    for n in _with_problems(snap, context[3], None if before_results is None or owned is None else set(visit)):
+        problems += rounds[n].problems
     problems += snap.extra.get("opt_note_problems", [])
     problems += snap.extra.get("workflow_problems", [])
     problems += snap.extra.get("verify_problems", [])
     problems += derived + evaluation.problems + snap.extra.get("internal_problems", [])
     snap.problems = list(dict.fromkeys(problems))
+
+
+def _with_problems(snap: WorkspaceSnapshot, rounds: frozenset[int], visited: set[int] | None) -> list[int]:
+    """The rounds whose view has problems, in order. ``visited``: the only rounds whose view may
+    differ from the one of the snapshot this one was reloaded from (the same rounds): the others
+    keep their problems, so only these are looked at (a reload: not ~1000 views)."""
+    views = snap.rounds
+    before = snap.extra.get(_WITH_PROBLEMS)
+    if visited is not None and before is not None and before[0] == rounds:
+        found = sorted({*(n for n in before[1] if n not in visited), *(n for n in visited if views[n].problems)})
+    else:
+        found = [n for n in sorted(views) if views[n].problems]
+    snap.extra[_WITH_PROBLEMS] = (rounds, found)
+    return found
 
 
 def _lines_hold(before: tuple[Any, ...], now: tuple[Any, ...]) -> bool:

@@ -428,3 +428,25 @@ def test_a_changed_path_on_a_link_loop_is_not_resolved(tmp_path: Path) -> None:
         assert _safe_resolve(ws / "loop_a" / "x") is None
         assert _safe_resolve(ws / "opt-round-1") == (ws / "opt-round-1").resolve()
     _same(reload(snap, [ws / "loop_a" / "x"]), load_workspace(ws))
+
+
+def test_reloaded_problems_are_a_full_loads_in_order(tmp_path: Path) -> None:
+    """A reload looks only at the re-read rounds' problems (snapshot._with_problems): they come and
+    go with those rounds, in round order, exactly as a full load lists them."""
+    ws = build_workspace(tmp_path, baseline=BASE, rounds=[{"a": 8.0, "b": 18.0}] * 4)
+
+    def misnamed(n: int, name: str | None) -> Path:
+        path = ws / f"opt-round-{n}" / "round-state.json"
+        state = json.loads(path.read_text())
+        state["round"] = name if name is not None else f"opt-round-{n}"
+        path.write_text(json.dumps(state))
+        return path
+
+    def shown(snap) -> list[str]:  # noqa: ANN001
+        return [f"{p.file}: {p.message}" for p in snap.problems]
+
+    snap = load_workspace(ws)
+    for change in [(3, "opt-round-9"), (1, "opt-round-7"), (2, "opt-round-8"), (3, None), (1, None), (2, None)]:
+        snap = reload(snap, [misnamed(*change)])
+        assert shown(snap) == shown(load_workspace(ws))
+        assert any("opt-round-" in p.message for p in snap.problems) == (change != (2, None))
