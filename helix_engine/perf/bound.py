@@ -105,10 +105,10 @@ def decides_with(bound: BestBound, best_metric: str, cand: Candidate, judged: Ju
         facts = cand.bound_facts = _facts(cand)
     if not facts:
         return False
-    mine, kernel_min, total_min = facts
+    ids, bench_mode, kernel_min, total_min = facts
     mine_min = kernel_min if bound.column == "kernel" else total_min
     found = bound.values
-    if mine_min is None or not (mine.ids is found.ids or mine.ids == found.ids) or mine.bench_mode != found.bench_mode:
+    if mine_min is None or not (ids is found.ids or ids == found.ids) or bench_mode != found.bench_mode:
         return False
     if not (math.isfinite(bound.base_max / mine_min) and math.isfinite(bound.best_max / mine_min)):
         return False  # a pairing might check (and drop) pairs case by case
@@ -119,12 +119,14 @@ def decides_with(bound: BestBound, best_metric: str, cand: Candidate, judged: Ju
 _UNSET: Any = object()
 
 
-def _facts(cand: Candidate) -> tuple[evaluation.CaseValues, float | None, float | None] | tuple[()]:
-    """What ``decides`` reads of a candidate whatever the best: its values and the least time of
-    each whole valid column (None: not whole); () when no best can decide it (no values, or its
-    comparison with the baseline is a paired run's). Made once a candidate (Candidate.bound_facts)."""
+def _facts(cand: Candidate) -> tuple[tuple[str, ...], str | None, float | None, float | None] | tuple[()]:
+    """What ``decides`` reads of a candidate whatever the best: its values' latency ids and bench
+    mode, and the least time of each whole valid column (None: not whole); () when no best can
+    decide it (no values, or its comparison with the baseline is a paired run's). Made once a
+    candidate (Candidate.bound_facts), one tuple: a new best reads it for ~450 rounds."""
     ev = cand.vs_baseline
     mine = values_of(cand)
     if ev is None or (ev.paired is not None and ev.paired.geomean is not None) or mine is None:
         return ()
-    return (mine, mine.kernel_bounds[0] if mine.kernel_ok else None, mine.total_bounds[0] if mine.total_ok else None)
+    return (mine.ids, mine.bench_mode, mine.kernel_bounds[0] if mine.kernel_ok else None,
+            mine.total_bounds[0] if mine.total_ok else None)
