@@ -43,7 +43,7 @@ from helix_engine.perf.results import (
 from helix_engine.workspace.models import PerfRecord
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     """One round as the rule sees it. ``vs_baseline`` is its status-rule comparison (with or
     without intervals: the rule computes them when the point could pass)."""
@@ -233,7 +233,7 @@ class _LaterStep(LaterPromotion):
 _AnyStep = _Step | _LaterStep
 
 
-@dataclass
+@dataclass(slots=True)
 class Judged:
     """What the rule reads of a judged comparison: its geomean, and the margin it is judged by."""
 
