@@ -98,7 +98,8 @@ def for_best(best: Candidate, best_entry: RoundPromotion, base: evaluation.CaseV
 def decides_with(bound: BestBound, best_metric: str, cand: Candidate, judged: Judged) -> bool:
     """The round's part of ``decides``, given the best's (``bound``, its metric): the promotion
     rule calls it alone over a run of later rounds, the best's part made once."""
-    if cand.metric != best_metric or judged.geomean is None:
+    point = judged.point
+    if cand.metric != best_metric or point is None:
         return False
     facts = cand.bound_facts
     if facts is None:
@@ -112,7 +113,7 @@ def decides_with(bound: BestBound, best_metric: str, cand: Candidate, judged: Ju
         return False
     if not (math.isfinite(bound.base_max / mine_min) and math.isfinite(bound.best_max / mine_min)):
         return False  # a pairing might check (and drop) pairs case by case
-    ratio = judged.geomean.point / bound.geomean
+    ratio = point / bound.geomean
     return math.isfinite(ratio) and ratio * (1.0 + SLACK) <= 1.0 + bound.margin
 
 

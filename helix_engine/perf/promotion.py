@@ -220,7 +220,7 @@ class _LaterStep(LaterPromotion):
 
     def __init__(self, make: tuple[Any, ...], round: int, vs_baseline: SpeedupEstimate, previous_best: int,
                  judged: Judged, own: tuple[object, ...], against: tuple[object, ...] | None) -> None:
-        super().__init__(make, round, VALIDATED, vs_baseline, previous_best, "point")
+        LaterPromotion.__init__(self, make, round, VALIDATED, vs_baseline, previous_best, "point")
         self.judged: Judged | None = judged
         self.own = own
         self.against = against
@@ -242,6 +242,12 @@ class Judged:
     #: ``_text(geomean)``, made once: a round's judgement is kept between reloads, and its text goes
     #: into a reason each time the best before the round changes
     shown: str | None = field(default=None, compare=False, repr=False)
+    #: ``geomean.point`` (None without a geomean), read by the bound for ~450 rounds when a new best
+    #: comes: a float in this object, not one behind the estimate and its dict
+    point: float | None = field(init=False, default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.point = self.geomean.point if self.geomean is not None else None
 
     def text(self) -> str:
         if self.shown is None:
