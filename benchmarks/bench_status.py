@@ -250,6 +250,10 @@ def import_row(upstream: Path, helix: Path | None = None, repeats: int = 5) -> d
                     f"{_measure.spread(runs['helix'])} s; {_measure.load_average()}"}
 
 
+#: CPython's collector thresholds when nothing has set them (gc.get_threshold() in a fresh interpreter)
+PYTHON_GC_DEFAULTS = (700, 10, 10)
+
+
 def reload_rows(ws: Path, repeats: int = 15) -> list[dict[str, Any]]:
     """In process, as the cockpit reloads: each reload from the snapshot the previous one returned
     (chained), timed alone (the perf file is written before the clock starts). Two cases: the
@@ -273,7 +277,8 @@ def reload_rows(ws: Path, repeats: int = 15) -> list[dict[str, Any]]:
     # snapshot out of the collector's reach (it holds no cycle), else a pass over all of it (~70-90
     # ms at 1000 rounds) lands in some reload; the reloads' own objects are not frozen
     gc.freeze()
-    default_thresholds = gc.get_threshold()
+    before = gc.get_threshold()
+    default_thresholds = PYTHON_GC_DEFAULTS
     order = sorted(snap.rounds)
     rows = []
     worst = "the middle round's perf file changes and makes it the best (every later round judged again against it)"
@@ -308,7 +313,7 @@ def reload_rows(ws: Path, repeats: int = 15) -> list[dict[str, Any]]:
                              f"of round {key}'s perf file (the write not timed); best round before {best_before}, "
                              f"after {best_after}; the loaded snapshot frozen out of the cyclic collector's reach as "
                              f"the cockpit does; {collector}; {_measure.load_average()}"})
-    gc.set_threshold(*default_thresholds)
+    gc.set_threshold(*before)
     gc.unfreeze()
     return rows
 
