@@ -250,8 +250,11 @@ def import_row(upstream: Path, helix: Path | None = None, repeats: int = 5) -> d
                     f"{_measure.spread(runs['helix'])} s; {_measure.load_average()}"}
 
 
-#: CPython's collector thresholds when nothing has set them (gc.get_threshold() in a fresh interpreter)
-PYTHON_GC_DEFAULTS = (700, 10, 10)
+def _fresh_thresholds() -> tuple[int, int, int]:
+    """The collector's thresholds of a fresh interpreter (this one's may have been set already)."""
+    out = subprocess.run([sys.executable, "-c", "import gc; print(*gc.get_threshold())"], capture_output=True,
+                         text=True, check=True).stdout.split()
+    return int(out[0]), int(out[1]), int(out[2])
 
 
 def reload_rows(ws: Path, repeats: int = 15) -> list[dict[str, Any]]:
@@ -262,9 +265,7 @@ def reload_rows(ws: Path, repeats: int = 15) -> list[dict[str, Any]]:
     round's rewritten with times that leave the best where it is; vs a full load_workspace. The
     collector is set as the cockpit sets it (helix_tui/gc_policy.py); the worst case is measured
     again at Python's default thresholds, for reference."""
-    from helix_engine.workspace.snapshot import load_workspace, reload
-    from helix_tui import gc_policy
-    from tests.builders import write_perf
+    from helix_engine.workspace.snapshot import load_workspace
 
     full = []
     load_workspace(ws)
@@ -278,7 +279,20 @@ def reload_rows(ws: Path, repeats: int = 15) -> list[dict[str, Any]]:
     # ms at 1000 rounds) lands in some reload; the reloads' own objects are not frozen
     gc.freeze()
     before = gc.get_threshold()
-    default_thresholds = PYTHON_GC_DEFAULTS
+    default_thresholds = _fresh_thresholds()
+    try:
+        return _reload_cases(ws, snap, repeats, full, default_thresholds)
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+def _reload_cases(ws: Path, snap: Any, repeats: int, full: list[float],
+                  default_thresholds: tuple[int, int, int]) -> list[dict[str, Any]]:
+    from helix_engine.workspace.snapshot import reload
+    from helix_tui import gc_policy
+    from tests.builders import write_perf
+
     order = sorted(snap.rounds)
     rows = []
     worst = "the middle round's perf file changes and makes it the best (every later round judged again against it)"
@@ -313,8 +327,6 @@ def reload_rows(ws: Path, repeats: int = 15) -> list[dict[str, Any]]:
                              f"of round {key}'s perf file (the write not timed); best round before {best_before}, "
                              f"after {best_after}; the loaded snapshot frozen out of the cyclic collector's reach as "
                              f"the cockpit does; {collector}; {_measure.load_average()}"})
-    gc.set_threshold(*before)
-    gc.unfreeze()
     return rows
 
 

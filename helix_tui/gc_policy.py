@@ -18,7 +18,8 @@ GEN0_THRESHOLD = 10_000
 
 
 def apply() -> None:
-    """Raise the young generation's threshold to GEN0_THRESHOLD (a higher one is kept)."""
+    """Raise the young generation's threshold to GEN0_THRESHOLD. A higher one is kept, and so is 0
+    (automatic collection turned off by whoever runs the cockpit)."""
     first, second, third = gc.get_threshold()
-    if first < GEN0_THRESHOLD:
+    if 0 < first < GEN0_THRESHOLD:
         gc.set_threshold(GEN0_THRESHOLD, second, third)

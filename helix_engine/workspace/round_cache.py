@@ -291,7 +291,7 @@ class RoundCache:
             except (ValueError, TypeError):
                 return None
             values = found[3]
-            if values is not None and len(values) == 4 and all(isinstance(v, str) for v in values):
+            if values is not None and len(values) == 5 and isinstance(values[0], str) and isinstance(values[1], str):
                 values[0], values[1] = sys.intern(values[0]), sys.intern(values[1])  # one copy for every round
             self.perf[n] = found
             return problems, found[2], values

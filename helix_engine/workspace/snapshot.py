@@ -408,6 +408,9 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     file changed since the snapshot this one was reloaded from. ``owned``: the rounds whose view
     may be changed in place (None: all); any other view that changes is copied first."""
     existing = snap.rounds
+    # taken out until it is made again at the end: a derive that stops halfway leaves none, so the
+    # next reload looks at every view
+    with_problems = snap.extra.pop(_WITH_PROBLEMS, None)
     wf = snap.workflow
     wf_rounds = wf.rounds if wf is not None else {}
     active_round = wf.current_round if wf is not None and wf.phase == "round_active" else None
@@ -520,7 +523,8 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     if snap.baseline is not None:
         problems += snap.baseline.problems
     rounds = snap.rounds
-    for n in _with_problems(snap, context[3], None if before_results is None or owned is None else set(visit)):
+    for n in _with_problems(snap, context[3], None if before_results is None or owned is None else set(visit),
+                            with_problems):
         problems += rounds[n].problems
     problems += snap.extra.get("opt_note_problems", [])
     problems += snap.extra.get("workflow_problems", [])
@@ -529,12 +533,13 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
     snap.problems = list(dict.fromkeys(problems))
 
 
-def _with_problems(snap: WorkspaceSnapshot, rounds: frozenset[int], visited: set[int] | None) -> list[int]:
+def _with_problems(snap: WorkspaceSnapshot, rounds: frozenset[int], visited: set[int] | None,
+                   before: tuple[frozenset[int], list[int]] | None) -> list[int]:
     """The rounds whose view has problems, in order. ``visited``: the only rounds whose view may
-    differ from the one of the snapshot this one was reloaded from (the same rounds): the others
-    keep their problems, so only these are looked at (a reload: not ~1000 views)."""
+    differ from the one of the snapshot this one was reloaded from (the same rounds), whose list
+    is ``before``: the others keep their problems, so only these are looked at (a reload: not
+    ~1000 views)."""
     views = snap.rounds
-    before = snap.extra.get(_WITH_PROBLEMS)
     if visited is not None and before is not None and before[0] == rounds:
         found = sorted({*(n for n in before[1] if n not in visited), *(n for n in visited if views[n].problems)})
     else:

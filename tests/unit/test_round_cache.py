@@ -18,7 +18,7 @@ from helix_engine.status import collect, render
 from helix_engine.workspace import reading, records, round_cache, status_rules
 from helix_engine.workspace.models import PerfRecord
 from helix_engine.workspace.snapshot import load_workspace, reload
-from tests.builders import Case, RoundSpec, build_workspace
+from tests.builders import Case, RoundSpec, build_workspace, generate_large_workspace
 
 CACHE = Path(".helix") / "cache" / "rounds.json"
 
@@ -357,3 +357,14 @@ def test_stored_values_without_a_bool_sampled_are_not_used(sampled: object) -> N
     assert round_cache.values_in([None, "a|b", "1.0|2.0", "1.0|2.0", True]) is not None
     assert round_cache.values_in([None, "a|b", "1.0|2.0", "1.0|2.0", sampled]) is None
     assert round_cache.values_in([None, "a|b", "1.0|2.0", "1.0|2.0"]) is None
+
+
+def test_rounds_read_from_the_cache_share_one_copy_of_their_ids_and_bench_mode(tmp_path: Path) -> None:
+    """A warm load keeps each round's stored values as text, the latency ids and the bench mode
+    interned: one string for all the rounds that have the same cases (a regression of version 7
+    kept one per round)."""
+    ws = generate_large_workspace(tmp_path, rounds=12, cases=5)
+    load_workspace(ws)  # writes rounds.json
+    stored = [view.values for view in load_workspace(ws).rounds.values() if isinstance(view.values, list)]
+    assert len(stored) >= 6
+    assert len({id(v[1]) for v in stored}) == 1 and len({id(v[0]) for v in stored}) == 1
