@@ -381,3 +381,18 @@ def test_stored_values_are_the_records_values(tmp_path: Path) -> None:
     assert round_cache.values_out(piped) is None  # not kept: that round is compared from its records
     empty = evaluation.CaseValues((), (), (), None)
     assert round_cache.values_in(round_cache.values_out(empty)) == empty
+
+
+from hypothesis import given  # noqa: E402 - the property test below only
+from hypothesis import strategies as st  # noqa: E402
+
+_VALUE = st.one_of(st.none(), st.floats(), st.integers(-3, 3), st.booleans(),
+                   st.sampled_from([evaluation.MIN_TIME_US, evaluation.MIN_TIME_US / 2, 0.0, -0.0, 1e-300]))
+
+
+@given(st.lists(_VALUE, max_size=8))
+def test_a_column_is_whole_exactly_when_time_rule_takes_every_value(column: list[Any]) -> None:
+    """CaseValues.kernel_ok / total_ok (checked in C over the column) say what time_rule says of
+    each value: a float, finite, and at least MIN_TIME_US."""
+    assert evaluation._column_ok(tuple(column)) \
+        == all(type(v) is float and evaluation.time_rule(v) is None for v in column)
