@@ -2,11 +2,12 @@
 
 The cockpit is a long-lived process whose garbage is almost all acyclic: a reload builds a new
 snapshot and the one it replaces is freed by reference counting. At the default young-generation
-threshold (700 allocations) a pass comes at the end of nearly every reload and walks what that
-reload just built: when a mid round of 1000 becomes the best, ~14k references into objects no
-longer in the CPU's caches, 1.5-2 ms of a ~10 ms reload. At 10,000 a pass comes every ~7 reloads,
-and by then most of what they built has been freed. Cyclic garbage (Textual's) waits a little
-longer for its pass: at most ~10,000 objects.
+threshold (700 allocations) a pass comes at the end of every reload and walks what that reload
+just built: when a mid round of 1000 becomes the best, ~14k references into objects no longer in
+the CPU's caches (measured with gc callbacks: 60 passes in 60 reloads, 1.4-2.2 ms a reload). At
+10,000, 1-3 passes came in 60 such reloads (0.07-0.34 ms a reload), and by then most of what they
+built had been freed. Cyclic garbage (Textual's) waits a little longer for its pass: at most
+~10,000 objects.
 """
 
 from __future__ import annotations
