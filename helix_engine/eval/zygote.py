@@ -38,6 +38,8 @@ PRELOAD = ("numpy", "torch", "triton", "triton.language", "helix_engine.eval.wor
            "helix_engine.perf.evaluation", "helix_engine.jobs.events", "helix_engine.jobs.tree")
 #: The modules a client may ask to run.
 RUNNABLE = frozenset({"helix_engine.eval.worker"})
+#: How long a stopping worker waits for its killed forks' ends to reach their clients.
+CLOSE_WAIT_S = 2.0
 
 
 class Zygote:
@@ -50,6 +52,7 @@ class Zygote:
         self.served = 0
         self.children: set[int] = set()
         self.conns: set[socket.socket] = set()  # running probes' connections: a later fork closes its copies
+        self.waiters: set[threading.Thread] = set()  # each fork's `_wait`: it tells the client how it ended
         self.lock = threading.Lock()
         self.stopping = False
         self.listener: socket.socket | None = None
@@ -114,6 +117,13 @@ class Zygote:
             for pid in self.children:
                 with contextlib.suppress(OSError):
                     os.killpg(pid, signal.SIGKILL)
+            waiters = list(self.waiters)
+        # the process exits next, and its daemon threads with it: without this wait a client could
+        # find its socket closed before its fork's end was sent ("the warm worker ended before the
+        # probe did" instead of "killed by SIGKILL"), depending on which thread ran first
+        deadline = time.monotonic() + CLOSE_WAIT_S
+        for thread in waiters:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def serve(self) -> int:
         assert self.listener is not None
@@ -221,7 +231,10 @@ class Zygote:
                 os.killpg(pid, signal.SIGKILL)
         conn.settimeout(None)
         done = threading.Event()
-        threading.Thread(target=self._wait, args=(conn, pid, done), daemon=True, name=f"wait-{pid}").start()
+        waiter = threading.Thread(target=self._wait, args=(conn, pid, done), daemon=True, name=f"wait-{pid}")
+        with self.lock:
+            self.waiters.add(waiter)
+        waiter.start()
         threading.Thread(target=self._watch, args=(conn, pid, done), daemon=True, name=f"watch-{pid}").start()
 
     def _wait(self, conn: socket.socket, pid: int, done: threading.Event) -> None:
@@ -237,6 +250,8 @@ class Zygote:
         with contextlib.suppress(OSError):
             conn.shutdown(socket.SHUT_RDWR)
         conn.close()
+        with self.lock:
+            self.waiters.discard(threading.current_thread())
 
     def _watch(self, conn: socket.socket, pid: int, done: threading.Event) -> None:
         """The client closing its end before the fork ended (it was killed): end the fork."""

@@ -221,6 +221,9 @@ def test_the_cli_guard_catches_a_field_a_formatter_forgot(monkeypatch: pytest.Mo
         print(f"err {PAYLOAD}", file=sys.stderr)
         return 0
 
+    # a parser an earlier test built (cli.command_names stashes one for the next main) holds the
+    # real run_status: build it afresh, after the patch
+    monkeypatch.setattr(cli, "_built", [])
     monkeypatch.setattr(status_cmd, "run_status", forgetful)
     assert cli.main(["status"]) == 0
     out, err = capsys.readouterr()
