@@ -17,7 +17,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 QUICK_START = (
     "python3 -m pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
     " && python3 -m pip install -e '.[cpu]' && helix demo",
-    "python3 -m pip install -q -e '.[test]' && python3 -m pytest -q",
+    "python3 -m pip install -q -e '.[test]' && python3 -m pytest -q -n auto --dist loadfile",
 )
 COCKPIT_WORDS = {"tui"}  # handled by the console script (helix_tui.cli), not helix_engine.cli
 
