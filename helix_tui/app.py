@@ -175,7 +175,9 @@ class HelixApp(KeyActions, App[int]):
     def load_full(self) -> None:
         from helix_engine.workspace.snapshot import load_workspace
 
-        self.post_message(SnapshotLoaded(load_workspace(self.workspace)))
+        with gc_policy.frozen_after():  # the snapshot stays: no pass over it right after the load
+            snapshot = load_workspace(self.workspace)
+        self.post_message(SnapshotLoaded(snapshot))
 
     @work(thread=True, exclusive=True, group="jobs", exit_on_error=False, description="jobs")
     def poll_jobs(self) -> None:
