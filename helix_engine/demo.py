@@ -29,6 +29,7 @@ from typing import Any
 
 from helix_engine.console import fmt_improvement, fmt_speedup
 from helix_engine.errors import HelixError
+from helix_engine.sanitize import clean
 from helix_engine.perf.results import RoundPromotion
 from helix_engine.workspace import files, layout
 
@@ -362,6 +363,10 @@ def _summary(round_dir: Path, n: int, parent: str, note: RoundNote, correctness:
     files.atomic_write_text(round_dir / layout.SUMMARY, text)
 
 
+#: ``geomean speedup 7.85x [7.61x, 8.10x]`` in a ledger Result line (the interval when written).
+_LEDGER_GEOMEAN = re.compile(r"geomean speedup ([0-9]+(?:\.[0-9]+)?x(?: \[[^\]]*\])?)")
+
+
 def _report_ledger(ws: Path, result: DemoResult, progress: Progress) -> None:
     """Read back what the engine recorded in opt-note.md for each round."""
     from helix_engine.workspace.markdown import parse_opt_note
@@ -375,6 +380,9 @@ def _report_ledger(ws: Path, result: DemoResult, progress: Progress) -> None:
     for rr in result.rounds:
         entry = by_number.get(rr.number)
         rr.best_status = entry.best_status if entry else None
-        progress.step(f"opt-note.md: round-{rr.number}: {rr.best_status or 'no entry'} "
-                      f"({fmt_speedup(rr.geomean)} geomean vs baseline)")
+        # the ledger's own number (the paired run's when there was one, with its interval), not the
+        # run-bench headline printed above: the two are different measurements
+        recorded = _LEDGER_GEOMEAN.search(entry.result or "") if entry else None
+        shown = f"{recorded.group(1)} geomean vs baseline, as recorded" if recorded else "no geomean recorded"
+        progress.step(f"opt-note.md: round-{rr.number}: {rr.best_status or 'no entry'} ({clean(shown)})")
     progress.step(f"opt-note.md: final best round: {note.final_best_round or 'none'}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -66,13 +67,20 @@ def test_status_json_reports_round_1_as_best(demo_run: tuple[Path, subprocess.Co
 
 @pytest.mark.slow
 def test_ledger_records_improvement_and_regression(demo_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
-    ws, _ = demo_run
+    ws, proc = demo_run
+    out = proc.stdout
     note = parse_opt_note((ws / "opt-note.md").read_text())
     by_number = {r.number: r for r in note.rounds}
     assert set(by_number) == {1, 2}
     assert by_number[1].best_status == "current best" and by_number[1].parent == "baseline"
     assert by_number[2].best_status == "not promoted" and by_number[2].parent == "round-1"
     assert note.final_best_round == "round-1"
+    # the demo's read-back of the ledger quotes the ledger's own geomean (with its interval), not the
+    # run-bench headline, which is another measurement (the round's perf file vs the baseline's)
+    for n, status in ((1, "current best"), (2, "not promoted")):
+        recorded = re.search(r"geomean speedup ([0-9.]+x \[[^\]]*\])", by_number[n].result or "")
+        assert recorded, by_number[n].result
+        assert f"opt-note.md: round-{n}: {status} ({recorded.group(1)} geomean vs baseline, as recorded)" in out
     workflow = json.loads((ws / ".helix" / "state.json").read_text())
     assert workflow["baseline"]["status"] == "passed"
     assert {k: v["status"] for k, v in workflow["rounds"].items()} == {"1": "passed", "2": "passed"}
