@@ -29,8 +29,8 @@ from typing import Any
 
 from helix_engine.console import fmt_improvement, fmt_speedup
 from helix_engine.errors import HelixError
-from helix_engine.sanitize import clean
 from helix_engine.perf.results import RoundPromotion
+from helix_engine.sanitize import clean
 from helix_engine.workspace import files, layout
 
 DEFAULT_EXAMPLE = "softmax"

@@ -244,6 +244,19 @@ def is_terminal(round_dir: Path) -> bool:
     return not found.issues and found.state is not None
 
 
+def not_terminal_reason(round_dir: Path) -> str:
+    """Why `is_terminal` says no, as a clause: the unreadable round-state.json first (fixing it with
+    `helix round-state` is the way on), else the first missing piece of the package."""
+    if not Path(round_dir).is_dir():
+        return "its folder is missing"
+    found = inspect_round(round_dir)
+    if found.state is None and found.state_error is not None:
+        first = found.state_error.splitlines()[0][:200]
+        return (f"its round-state.json does not load: {first.rstrip('.')}, or rewrite it with "
+                f"`helix round-state --round-dir {Path(round_dir).name} ...`")
+    return "; ".join(found.issues[:3]) or "its round-state.json does not load"
+
+
 def is_completed(round_dir: Path) -> bool:
     """Terminal with correctness and benchmark both passed."""
     if not Path(round_dir).is_dir():

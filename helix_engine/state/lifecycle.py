@@ -187,8 +187,9 @@ def _start_locked(path: Path, round_dir: Path, strategy: RoundStrategy, policy: 
     if n > 1 and not checks.is_terminal(workspace / layout.round_dir_name(n - 1)):
         # submit-round refuses a round whose predecessor is not terminal; opening it anyway
         # would leave an active round that can never be submitted.
+        why = checks.not_terminal_reason(workspace / layout.round_dir_name(n - 1))
         raise ValueError(
-            f"cannot start {name}: opt-round-{n - 1} is not a terminal round yet and rounds are "
+            f"cannot start {name}: opt-round-{n - 1} is not a terminal round yet ({why}) and rounds are "
             f"numbered in sequence; start (or finish) opt-round-{n - 1} first"
         )
     parent = candidate.choose_parent(workspace, n, parent_arg)

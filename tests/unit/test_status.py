@@ -286,3 +286,29 @@ def test_established_but_unsubmitted_baseline_is_told_to_submit(tmp_path: Path,
     ws = build_workspace(tmp_path, name="unsubmitted", baseline=BASE, rounds=[], opt_note=False, workflow=False)
     rc, out, _ = _run(capsys, str(ws))
     assert rc == 0 and "  Next: helix submit-baseline --baseline-dir baseline\n" in out
+
+
+def test_next_step_mends_a_round_start_round_would_refuse(tmp_path: Path) -> None:
+    """Next never proposes a start-round that start-round refuses: with the last round's
+    round-state.json unreadable, or a piece of its package missing, it says what to mend first,
+    and start-round's own refusal says why the round is not terminal."""
+    from helix_engine.state.lifecycle import start_round
+    from tests.builders import generate_large_workspace
+
+    ws = generate_large_workspace(tmp_path / "gen", rounds=3, cases=2)
+    assert collect([ws])[0][0].next_step.startswith("helix start-round --round-dir opt-round-4")
+    state = ws / "opt-round-3" / "round-state.json"
+    good = state.read_text()
+    state.write_text("{ broken")
+    nxt = collect([ws])[0][0].next_step
+    assert nxt.startswith("fix or rewrite opt-round-3/round-state.json (helix round-state --round-dir opt-round-3")
+    assert nxt.endswith("then helix start-round --round-dir opt-round-4")
+    payload, code = start_round(ws / "opt-round-4", "exploration", "pattern_entry", "r")
+    assert code == 1 and "its round-state.json does not load: round-state.json is not valid JSON" in payload["issues"][0]
+    assert "helix round-state --round-dir opt-round-3" in payload["issues"][0]
+    state.write_text(good)
+    (ws / "opt-round-3" / "attempts.md").unlink()
+    nxt = collect([ws])[0][0].next_step
+    assert nxt.startswith("complete opt-round-3 (the problems above say what it lacks)")
+    payload, code = start_round(ws / "opt-round-4", "exploration", "pattern_entry", "r")
+    assert code == 1 and "(missing attempts.md)" in payload["issues"][0]
