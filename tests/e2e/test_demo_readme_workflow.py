@@ -62,6 +62,8 @@ def test_readme_workflow_runs_as_written(tmp_path: Path) -> None:
         proc = subprocess.run([sys.executable, "-m", "helix_engine", *argv], cwd=ws, env=env,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        if argv[0] == "start-round":  # the README's own example draws no "unusual combination" warning
+            assert json.loads(proc.stdout).get("warnings") in (None, []), proc.stdout
     status = subprocess.run([sys.executable, "-m", "helix_engine", "status", ".", "--json"], cwd=ws, env=env,
                             capture_output=True, text=True, timeout=60)
     (op,) = json.loads(status.stdout)["operators"]
