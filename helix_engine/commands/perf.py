@@ -47,8 +47,11 @@ def _read(path: Path, role: str) -> tuple[list[Any], list[str]]:
     records, problems = read_perf(path)
     fatal = [p for p in problems if p.line is None and p.severity == "error" and not records]
     if fatal:
+        why = fatal[0].message.rstrip(".")
+        # the safe reader's problems are phrased for a file name ("is missing", "is a folder")
+        reason = f"it {why}" if why.startswith(("is ", "was ", "has ")) else why
         raise HelixError(
-            f"cannot read the {role} perf file {path}: {fatal[0].message}. "
+            f"cannot read the {role} perf file {path}: {reason}. "
             "Pass the *_perf.txt written by run-bench."
         )
     return records, [str(p) for p in problems if p.severity == "error"]

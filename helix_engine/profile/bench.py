@@ -82,8 +82,11 @@ def profile_bench(operator_file: Path, case_id: str, bench_file: Path | None = N
     rc = int(result.get("return_code", 1)) if done.job.status in ("passed", "failed") else 1
     if rc != 0 or done.job.status != "passed":
         staging.discard(staged)  # a failed run leaves nothing behind
-        why = result.get("error") or done.job.message or f"the profile job ended with status {done.job.status}"
-        tail = done.output.strip().splitlines()[-15:]
+        why = str(result.get("error") or done.job.message or f"the profile job ended with status {done.job.status}")
+        if why.startswith("HelixError: "):  # a sentence for the user: no class name before it
+            why = why[len("HelixError: "):]
+        # the output's last lines, less the child's own report of the same error
+        tail = [line for line in done.output.strip().splitlines()[-15:] if why not in line]
         message = f"profile failed: {why}" + ("\n" + "\n".join(tail) if tail else "")
         return ProfileOutcome(rc or 1, None, be.name, None, message, done.job.id)
     try:

@@ -109,8 +109,8 @@ def submit_baseline_guideline(message: str) -> str:
 
 
 def missing_round_dir_guideline(name: str) -> str:
-    return (f"round check requires fixes: missing round directory: {name}. Create or reopen the expected "
-            "`opt-round-N/` directory before submitting the round.")
+    return (f"round check requires fixes: missing round directory: {name}. Start it with `helix start-round "
+            f"--round-dir {name} ...` (or submit the round that is active) before submitting it.")
 
 
 MIN_SPEEDUP_INVALID = (

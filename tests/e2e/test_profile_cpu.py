@@ -101,6 +101,8 @@ def test_profile_bench_reports_user_errors(workspace: Path) -> None:
     run = helix("profile-bench", "--operator-file", "scale_add.py", "--case-id", "nope", cwd=workspace)
     assert run.returncode == 1
     assert "Return code: 1" in run.stdout and "case 'nope' is not in bench_scale_add.py" in run.stdout
+    # said once, as a sentence: not again as the child's exception line, no class name in front
+    assert run.stdout.count("case 'nope' is not in") == 1 and "HelixError" not in run.stdout
     missing = helix("profile-bench", "--operator-file", "other.py", "--case-id", "n256", cwd=workspace)
     assert missing.returncode == 1 and "does not exist" in missing.stderr
 

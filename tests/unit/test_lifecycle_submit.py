@@ -105,8 +105,9 @@ def test_missing_round_directory(ws: Path) -> None:
     payload, code = submit_round(ws / "opt-round-4")
     assert (code, payload) == (1, {
         "kind": "round", "status": "fail", "issues": ["missing round directory: opt-round-4"],
-        "guideline": "round check requires fixes: missing round directory: opt-round-4. Create or reopen the "
-                     "expected `opt-round-N/` directory before submitting the round.",
+        "guideline": "round check requires fixes: missing round directory: opt-round-4. Start it with `helix "
+                     "start-round --round-dir opt-round-4 ...` (or submit the round that is active) before "
+                     "submitting it.",
     })
 
 
@@ -261,3 +262,12 @@ def test_local_optimum_needs_consecutive_rounds(ws: Path) -> None:
     assert run_round(ws, 1, 1 / 1.10)[1] == 0
     assert run_round(ws, 2, None)[1] == 1  # a rejected round has no perf file: no flat stretch
     assert run_round(ws, 3, 1 / 1.10)[0]["issues"] == []
+
+
+def test_compare_perf_says_a_missing_file_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from helix_engine.cli import main
+
+    assert main(["compare-perf", "--baseline", str(tmp_path / "a_perf.txt"), "--compare",
+                 str(tmp_path / "b_perf.txt")]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot read the baseline perf file {tmp_path / 'a_perf.txt'}: it is missing. Pass the" in err
