@@ -102,6 +102,21 @@ def _workflow_statuses(workspace: Path) -> dict[int, str]:
     return {int(k): str(v.get("status")) for k, v in rounds.items() if isinstance(v, dict) and k.isdigit()}
 
 
+def recorded(workspace: Path, n: int) -> dict[str, str | None] | None:
+    """What opt-note.md now records for round ``n``: its Best status and Result lines as written,
+    and the final best round; None when the note or the entry cannot be read. Read back from the
+    file, so submit-round reports the ledger's own words and numbers, not a second computation."""
+    text, problem = read_text_safe(Path(workspace) / layout.OPT_NOTE, Path(workspace))
+    if problem is not None or not text:
+        return None
+    note = parse_opt_note(text, layout.OPT_NOTE)
+    entry = next((r for r in note.rounds if r.number == n), None)
+    if entry is None:
+        return None
+    return {"round": f"round-{n}", "best_status": entry.best_status, "result": entry.result,
+            "final_best_round": note.final_best_round}
+
+
 def update_ledger(workspace: Path, n: int, *, passed: bool, issues: list[str] | None = None) -> list[Problem]:
     """Write round ``n``'s entry and refresh the Overall Summary; set opt_note_updated.
 

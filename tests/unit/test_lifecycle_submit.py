@@ -41,7 +41,7 @@ def run_round(ws: Path, n: int, factor: float | None, *, parent: str = "baseline
 def test_full_loop_stops_on_the_min_speedup_target(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HELIX_OPTIMIZE_MIN_SPEEDUP", "1.5")
     p1, c1 = run_round(ws, 1, 1 / 1.1, current_round=1, final_round=5)
-    assert (c1, list(p1)) == (0, ROUND_KEYS + ["next_option"])
+    assert (c1, list(p1)) == (0, ROUND_KEYS + ["next_option", "ledger"])  # ledger: helix's, last
     assert p1["guideline"] == (
         "round check passed. Minimum speedup target not yet satisfied: best completed-round geomean speedup is "
         "1.10x (target 1.50x). Round 1/5 in the current worker batch is complete. Next round: opt-round-2. "
@@ -271,3 +271,15 @@ def test_compare_perf_says_a_missing_file_is_missing(tmp_path: Path, capsys: pyt
                  str(tmp_path / "b_perf.txt")]) == 1
     err = capsys.readouterr().err
     assert f"cannot read the baseline perf file {tmp_path / 'a_perf.txt'}: it is missing. Pass the" in err
+
+
+def test_submit_round_says_what_the_ledger_recorded(ws: Path) -> None:
+    """A pass is not a promotion: the payload carries the ledger's own words for the round
+    (read back from opt-note.md), so a slower round reads as not promoted."""
+    p1, _ = run_round(ws, 1, 1 / 1.5)
+    assert p1["ledger"]["best_status"] == "current best" and p1["ledger"]["final_best_round"] == "round-1"
+    p2, c2 = run_round(ws, 2, 1 / 0.5, parent="opt-round-1")
+    assert c2 == 0 and p2["status"] == "pass"
+    note = parse_opt_note((ws / "opt-note.md").read_text())
+    assert p2["ledger"] == {"round": "round-2", "best_status": "not promoted", "result": note.round(2).result,
+                            "final_best_round": "round-1"}
