@@ -1,11 +1,46 @@
-"""Shared test fixtures."""
+"""Shared test fixtures.
+
+The suite runs one worker per core, each worker many test files in one process
+(`pytest -n auto --dist loadfile`): what a test changes in the process is put back after it, so
+no file's outcome depends on which files ran before it on the same worker.
+"""
 
 from __future__ import annotations
 
+import gc
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
+from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+# found examples are not kept in .hypothesis/ of the checkout: every run starts from the same state
+settings.register_profile("helix", database=None)
+settings.load_profile("helix")
+
+
+@pytest.fixture(autouse=True)
+def _process_as_it_was() -> Iterator[None]:
+    """Put back what the cockpit and the CLI change for their process:
+    - the collector: a cockpit raises its threshold and freezes each snapshot it loads (gc.freeze);
+      left frozen, every later cockpit test's garbage stayed uncollectable (a worker running the
+      cockpit tests grew from 77 to 229 MB over one file);
+    - the parser `cli.command_names` stashes for the next `cli.main` (it holds the command functions
+      as they were when it was built: a later test that patches one would run the real one);
+    - the process's time zone (a test that sets TZ restores the variable, not tzset's effect)."""
+    enabled, thresholds = gc.isenabled(), gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*thresholds)
+    (gc.enable if enabled else gc.disable)()
+    cli = sys.modules.get("helix_engine.cli")
+    if cli is not None:
+        cli._built.clear()  # noqa: SLF001 - the stash itself is what leaks
+    time.tzset()

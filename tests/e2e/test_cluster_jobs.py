@@ -29,6 +29,7 @@ from helix_engine.jobs.runner import cancel_job
 from tests.conftest import ROOT
 from tests.e2e._eval_ws import make_ws, pid_gone
 
+_EXCEPTHOOK = sys.excepthook  # importing ray replaces it for the process: put back after the file
 ray = pytest.importorskip("ray", reason="the cluster tests need Ray: pip install -e '.[cluster]'")
 
 pytestmark = pytest.mark.slow
@@ -41,12 +42,21 @@ def cluster() -> Iterator[str]:
     """A local Ray head (2 CPUs, NPU: 2), its address; no token (the CLI child has its own HOME)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("RAY_AUTH_MODE", "disabled")
+        # what ray.init sets for the whole process and ray.shutdown leaves: put back after this file,
+        # so the files its worker runs next (and their subprocesses) do not inherit it
+        # set, then (when it was unset) deleted: either way mp records its original and puts it back
+        mp.setenv("PYTHONBREAKPOINT", os.environ.get("PYTHONBREAKPOINT", ""))
+        if not os.environ["PYTHONBREAKPOINT"]:
+            mp.delenv("PYTHONBREAKPOINT")
+        sigterm = signal.getsignal(signal.SIGTERM)
         ray.init(address="local", num_cpus=2, resources={"NPU": 2}, include_dashboard=False, log_to_driver=False,
                  logging_level="ERROR")
         try:
             yield ray.get_runtime_context().gcs_address
         finally:
             ray.shutdown()
+            signal.signal(signal.SIGTERM, sigterm)
+            sys.excepthook = _EXCEPTHOOK
 
 
 @pytest.fixture

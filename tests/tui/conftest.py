@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,10 +29,3 @@ def _no_user_keymap(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
 
 
-@pytest.fixture(autouse=True)
-def _collector_as_it_was() -> Iterator[None]:
-    """A cockpit raises the collector's threshold for its process (helix_tui/gc_policy.py): each
-    test's is put back, so the suite's other tests run under the thresholds they started with."""
-    before = gc.get_threshold()
-    yield
-    gc.set_threshold(*before)

@@ -61,7 +61,7 @@ def test_target_reached_stops(ws: Path, capsys: pytest.CaptureFixture[str]) -> N
                                 "best_geomean_speedup": pytest.approx(1.6), "target_speedup": 1.5,
                                 "target_source": ".helix/goals.json", "max_rounds": None,
                                 "best_geomean_interval": None, "target_judged_by": "point"}  # no samples
-    assert list(p) == [*ROUND_KEYS, "stop_signal"]  # upstream's keys first, in upstream's order
+    assert list(p) == [*ROUND_KEYS, "stop_signal", "ledger"]  # upstream's keys first, in upstream's order
 
 
 def test_max_rounds_continue_then_stop(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -230,7 +230,9 @@ def test_status_next_follows_the_interval_rule(sampled_ws: Path, capsys: pytest.
 
 def test_without_goals_the_payload_is_upstreams(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, p = _round(ws, capsys, 1, 1.1)
+    ledger = p.pop("ledger")  # helix's one key, after upstream's: what opt-note.md now records
     assert (code, p) == (0, {"kind": "round", "status": "pass", "issues": [], "guideline": "round check passed"})
+    assert ledger["best_status"] == "current best" and ledger["final_best_round"] == "round-1"
     assert not (ws / ".helix" / "goals.json").exists()
 
 
