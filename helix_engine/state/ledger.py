@@ -82,9 +82,13 @@ def result_text(view: RoundView | None, issues: list[str] | None = None, *,
     parts = [f"correctness {cs}", f"benchmark {bs}"]
     comparison, geomean = _measured(view, promotion)
     if comparison is not None and geomean is not None:
+        # the geomean is the paired run's when there was one (both sides in one job), the average
+        # improvement always the perf files': one line, two measurements, so each says which it is
+        paired = promotion is not None and promotion.vs_baseline_paired and geomean is promotion.vs_baseline
+        sources = (" (paired run)", " (perf files)") if paired else ("", "")
         parts.append(
-            f"geomean speedup {_geomean_text(geomean)}, avg improvement "
-            f"{fmt_improvement(comparison.avg_improvement_pct)} vs baseline ({comparison.metric_source})"
+            f"geomean speedup {_geomean_text(geomean)}{sources[0]}, avg improvement "
+            f"{fmt_improvement(comparison.avg_improvement_pct)}{sources[1]} vs baseline ({comparison.metric_source})"
         )
     elif comparison is not None and comparison.errors:
         parts.append("no comparison with the baseline: " + _one_line(comparison.errors[0], 120))

@@ -36,8 +36,7 @@ async def test_header_at_80_columns_keeps_the_best_round_and_its_speedup(active_
         assert f"best round-2 {best.point:.2f}x" in text and text.startswith("add")
         assert "torch-npu-profiler" not in text and "…" not in text
         await pilot.resize_terminal(160, 40)  # room for everything again
-        await pilot.pause(0.2)
-        assert "torch-npu-profiler" in shown(header) and "round_active" in shown(header)
+        assert await wait_for(pilot, lambda: "torch-npu-profiler" in shown(header) and "round_active" in shown(header))
 
 
 async def test_a_slowdown_reads_as_slower_in_the_perf_pane_and_upstream_keeps_its_numbers(tmp_path: Path) -> None:
