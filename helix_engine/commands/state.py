@@ -26,10 +26,17 @@ STATUSES = ("passed", "failed", "not_run")
 METRIC_SOURCES = ("kernel", "total-op", "mixed")
 
 
+def _always_json(p: argparse.ArgumentParser) -> None:
+    """``--json`` accepted where the output is JSON anyway (upstream's payload), so an agent that
+    passes it to every command is not refused by these."""
+    p.add_argument("--json", action="store_true", help="accepted for uniformity: the output is always JSON")
+
+
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
     p = sub.add_parser("submit-baseline", help="check baseline/ and mark the baseline passed")
     p.add_argument("--baseline-dir", required=True, help="the workspace's baseline/ folder")
     add_workspace_flag(p, folder_flag="--baseline-dir")
+    _always_json(p)
     p.set_defaults(func=_submit_baseline)
 
     p = sub.add_parser("start-round", help="open opt-round-N (one active round at a time)")
@@ -44,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
                    "round, else baseline); its operator is copied to opt-round-N/opt_<op>.py")
     add_goal_flags(p)
     add_workspace_flag(p, folder_flag="--round-dir")
+    _always_json(p)
     p.set_defaults(func=_start_round)
 
     p = sub.add_parser("set-current-round-state", help="change the active round's strategy or deepen its analysis")
@@ -54,6 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("workspace", nargs="?", default=None, metavar="WORKSPACE",
                    help="the workspace (default: found by walking up from the current folder)")
     add_workspace_flag(p)
+    _always_json(p)
     p.set_defaults(func=_set_current_round_state)
 
     p = sub.add_parser("round-state", help="write opt-round-N/round-state.json from the workspace's measurements",

@@ -283,3 +283,17 @@ def test_submit_round_says_what_the_ledger_recorded(ws: Path) -> None:
     note = parse_opt_note((ws / "opt-note.md").read_text())
     assert p2["ledger"] == {"round": "round-2", "best_status": "not promoted", "result": note.round(2).result,
                             "final_best_round": "round-1"}
+
+
+def test_every_state_command_takes_json(tmp_path: Path) -> None:
+    """An agent passes --json to every command: those whose output is always JSON accept it too."""
+    from helix_engine.cli import build_parser
+
+    parser = build_parser()
+    for words in (["start-round", "--round-dir", "opt-round-1", "--round-strategy", "exploration",
+                   "--analysis-policy", "pattern_entry", "--reason", "r"],
+                  ["submit-baseline", "--baseline-dir", "baseline"], ["submit-round", "--round-dir", "opt-round-1"],
+                  ["set-current-round-state", "--reason", "r"], ["round-state", "--round-dir", "opt-round-1",
+                                                                 "--hypothesis", "h", "--evidence", "benchmark"]):
+        args, extra = parser.parse_known_args([*words, "--json"])
+        assert not extra and args.json is True, words
