@@ -447,9 +447,12 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
                                     "not counted; write it when the round's benchmark is done",
                                     severity="warning"))
         if workflow_status == "passed" and not view.completed:
+            # a second submit-round is refused (the round is recorded): mending the files is the way on
+            mend = (f"fix {view.name}/{layout.ROUND_STATE} (or rewrite it with `helix round-state --round-dir "
+                    f"{view.name} ...`)" if view.state is None else "restore what the problems above name")
             problems.append(Problem(".helix/state.json", f"marks round {n} passed but {view.name} is not a "
-                                    "completed round (artifacts or passed statuses missing); re-run "
-                                    "submit-round for it", severity="warning"))
+                                    f"completed round (artifacts or passed statuses missing); {mend}, and it "
+                                    "counts again as submitted", severity="warning"))
         target = targets.get(n)
         if base_perf is not None and base_key is not None and (target is not None or view.perf_file is not None):
             inputs = (target, view.perf_file, base_perf, base_key)

@@ -300,8 +300,13 @@ def test_next_step_mends_a_round_start_round_would_refuse(tmp_path: Path) -> Non
     state = ws / "opt-round-3" / "round-state.json"
     good = state.read_text()
     state.write_text("{ broken")
-    nxt = collect([ws])[0][0].next_step
+    item = collect([ws])[0][0]
+    nxt = item.next_step
     assert nxt.startswith("fix or rewrite opt-round-3/round-state.json (helix round-state --round-dir opt-round-3")
+    # the submitted round's problem asks to mend the file, not for a second submit-round (refused)
+    [marked] = [p.message for p in item.problems if p.message.startswith("marks round 3 passed")]
+    assert "fix opt-round-3/round-state.json (or rewrite it with `helix round-state" in marked
+    assert "submit-round" not in marked
     assert nxt.endswith("then helix start-round --round-dir opt-round-4")
     payload, code = start_round(ws / "opt-round-4", "exploration", "pattern_entry", "r")
     assert code == 1 and "its round-state.json does not load: round-state.json is not valid JSON" in payload["issues"][0]
