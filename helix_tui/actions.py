@@ -242,6 +242,10 @@ def describe_payload(title: str, payload: dict[str, Any], code: int) -> str:
         parts.append(str(payload["message"]))
     if payload.get("issues"):
         parts.append("; ".join(str(i) for i in payload["issues"]))
+    ledger = payload.get("ledger")
+    if isinstance(ledger, dict) and ledger.get("best_status"):  # submit-round: a pass is not a promotion
+        parts.append(f"opt-note.md: {ledger.get('round')} {ledger['best_status']}, best "
+                     f"{ledger.get('final_best_round') or 'baseline'}")
     return " · ".join(parts)
 
 

@@ -314,3 +314,14 @@ async def test_file_tail_load_and_follow_read_in_workers(tmp_path: Path) -> None
         assert tail.lines.count("appended") == 1
         tail.load(tmp_path / "other.md")  # a read for the earlier file that lands late is dropped
         assert await wait_for(pilot, lambda: tail.text_lines() == ["other.md does not exist yet"])
+
+
+def test_a_submit_notice_says_what_the_ledger_recorded() -> None:
+    from helix_tui.actions import describe_payload
+
+    payload = {"kind": "round", "status": "pass", "issues": [], "guideline": "round check passed",
+               "ledger": {"round": "round-2", "best_status": "not promoted", "result": "…",
+                          "final_best_round": "round-1"}}
+    assert describe_payload("submit", payload, 0) == "pass · opt-note.md: round-2 not promoted, best round-1"
+    del payload["ledger"]
+    assert describe_payload("submit", payload, 0) == "pass"
