@@ -32,8 +32,8 @@ import re
 import stat
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 CACHE_NAME = "status.json"  # in .helix/cache/
 VERSION = 1
@@ -50,8 +50,7 @@ class _NotStorable(Exception):
     """The workspace holds something whose effect on the output a walk cannot vouch for."""
 
 
-@dataclass(frozen=True)
-class Fingerprint:
+class Fingerprint(NamedTuple):  # not a dataclass: `dataclasses` (and `inspect`) are 7 ms of a 55 ms run
     """A workspace walked for one invocation: ``digest`` None when it cannot be stored."""
 
     workspace: Path

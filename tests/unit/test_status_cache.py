@@ -168,3 +168,21 @@ def test_a_computed_json_status_builds_no_other_command_and_names_every_workspac
     assert code == 0 and len(json.loads(both)["operators"]) == 2
     code, missing = _run(capsys, str(tmp_path / "nowhere"), "--json")
     assert code == 1 and missing == ""
+
+
+def test_the_stored_output_path_imports_no_pydantic_and_no_dataclasses(ws: Path) -> None:
+    """The unchanged-workspace path is the common `helix status`: it imports neither pydantic nor
+    `dataclasses` (with the `inspect` it pulls in, 7 ms of a 55 ms command), in a fresh process."""
+    import subprocess
+    import sys
+
+    script = ("import sys\nfrom helix_engine.workspace import status_cache\nstatus_cache.RECENT_S = 0.0\n"
+              "from helix_engine import cli\nassert cli.main(['status', sys.argv[1], '--json']) == 0\n"
+              "print(sorted(m for m in ('pydantic', 'dataclasses', 'inspect') if m in sys.modules), file=sys.stderr)\n")
+    root = Path(__file__).resolve().parents[2]
+    runs = [subprocess.run([sys.executable, "-c", script, str(ws)], cwd=root, capture_output=True, text=True,
+                           timeout=60) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    assert runs[0].stdout == runs[1].stdout  # the second printed the first's stored bytes
+    assert "'pydantic'" in runs[0].stderr  # the computing run did import it: the check can fail
+    assert runs[1].stderr.strip().splitlines()[-1] == "[]", runs[1].stderr
