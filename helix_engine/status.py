@@ -200,14 +200,14 @@ def next_step(snap: WorkspaceSnapshot) -> str | None:
         taken = set(snap.rounds) | {int(k) for k in wf.rounds if k.isdigit()}
         n = max(taken, default=0) + 1
         before = snap.rounds.get(n - 1)
-        if before is not None and not before.terminal:
-            # start-round refuses a round whose predecessor is not terminal: say what to mend first
+        if n > 1 and (before is None or not before.terminal):
+            # start-round refuses a round whose predecessor is not terminal (its folder gone, its state
+            # unreadable, a piece missing): say what to mend first, in start-round's own words
+            from helix_engine.state.checks import not_terminal_reason
+
             name = f"opt-round-{n - 1}"
-            if before.state is None:
-                return (f"fix or rewrite {name}/round-state.json (helix round-state --round-dir {name} ... "
-                        f"writes it), then helix start-round --round-dir opt-round-{n}")
-            return (f"complete {name} (the problems above say what it lacks), then helix start-round "
-                    f"--round-dir opt-round-{n}")
+            why = not_terminal_reason(snap.root / name)
+            return f"mend {name} first ({why}), then helix start-round --round-dir opt-round-{n}"
         return f"helix start-round --round-dir opt-round-{n} ... (see start-round -h)"
     if wf.phase == "baseline" or wf.baseline.status != "passed":
         return "helix submit-baseline --baseline-dir baseline (once baseline/ is ready)"

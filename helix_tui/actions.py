@@ -242,11 +242,20 @@ def describe_payload(title: str, payload: dict[str, Any], code: int) -> str:
         parts.append(str(payload["message"]))
     if payload.get("issues"):
         parts.append("; ".join(str(i) for i in payload["issues"]))
-    ledger = payload.get("ledger")
-    if isinstance(ledger, dict) and ledger.get("best_status"):  # submit-round: a pass is not a promotion
-        parts.append(f"opt-note.md: {ledger.get('round')} {ledger['best_status']}, best "
-                     f"{ledger.get('final_best_round') or 'baseline'}")
+    recorded = ledger_line(payload)
+    if recorded is not None:
+        parts.append(recorded)
     return " · ".join(parts)
+
+
+def ledger_line(payload: dict[str, Any]) -> str | None:
+    """What submit-round's ``ledger`` key says the ledger now records (a pass is not a promotion):
+    ``opt-note.md: round-2 not promoted, best round-1``; None without one."""
+    ledger = payload.get("ledger")
+    if not isinstance(ledger, dict) or not ledger.get("best_status"):
+        return None
+    return (f"opt-note.md: {ledger.get('round')} {ledger['best_status']}, best "
+            f"{ledger.get('final_best_round') or 'baseline'}")
 
 
 # ----------------------------------------------------------------------------- rounds

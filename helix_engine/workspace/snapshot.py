@@ -448,8 +448,16 @@ def _derive(snap: WorkspaceSnapshot, owned: set[int] | None = None) -> None:
                                     severity="warning"))
         if workflow_status == "passed" and not view.completed:
             # a second submit-round is refused (the round is recorded): mending the files is the way on
-            mend = (f"fix {view.name}/{layout.ROUND_STATE} (or rewrite it with `helix round-state --round-dir "
-                    f"{view.name} ...`)" if view.state is None else "restore what the problems above name")
+            rewrite = f"`helix round-state --round-dir {view.name} ...`"
+            if view.state is None:
+                mend = (f"fix {view.name}/{layout.ROUND_STATE} (or rewrite it with {rewrite})"
+                        if notes.get(n) != STATE_MISSING else f"write {view.name}/{layout.ROUND_STATE} with {rewrite}")
+            elif view.terminal:  # the package is whole: its statuses are what is not passed
+                mend = (f"its round-state.json says correctness {view.state.correctness_status}, benchmark "
+                        f"{view.state.benchmark_status}; fix them (or rewrite it with {rewrite})")
+            else:
+                mend = ("restore what its folder lacks (attempts.md, summary.md, the operator and the perf file "
+                        "must all be there)")
             problems.append(Problem(".helix/state.json", f"marks round {n} passed but {view.name} is not a "
                                     f"completed round (artifacts or passed statuses missing); {mend}, and it "
                                     "counts again as submitted", severity="warning"))

@@ -248,6 +248,9 @@ class SubmitRoundScreen(EngineForm):
             text = f"{name} submitted: passed"
         else:
             text = f"{name} recorded as failed (rejected): " + "; ".join(str(i) for i in payload.get("issues") or [])
+        recorded = actions.ledger_line(payload)
+        if recorded is not None:
+            text += f"\n{recorded}"
         if payload.get("guideline"):
             text += f"\n{payload['guideline']}"
         return text

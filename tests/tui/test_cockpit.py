@@ -225,6 +225,9 @@ async def test_submit_form_prefills_the_start_reason_and_writes_a_missing_summar
         assert (rdir / "summary.md").read_text() == "Vectorized loads: 1.3x on fp32 rows.\n"
         data = json.loads((rdir / "round-state.json").read_text())
         assert data["hypothesis"] == "vectorize the loads of the fp32 rows" and data["summary_path"] == "summary.md"
+        notices = " ".join(str(n.message) for n in app._notifications)  # noqa: SLF001 - what was shown
+        # the closing notice says what the ledger recorded for the round (a pass is not a promotion)
+        assert f"submitted: passed\nopt-note.md: round-{rdir.name.split('-')[-1]} " in notices, notices
 
 
 async def test_set_round_state_form(active_ws: Path) -> None:

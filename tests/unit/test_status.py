@@ -290,30 +290,51 @@ def test_established_but_unsubmitted_baseline_is_told_to_submit(tmp_path: Path,
 
 def test_next_step_mends_a_round_start_round_would_refuse(tmp_path: Path) -> None:
     """Next never proposes a start-round that start-round refuses: with the last round's
-    round-state.json unreadable, or a piece of its package missing, it says what to mend first,
-    and start-round's own refusal says why the round is not terminal."""
+    round-state.json unreadable or missing, a piece of its package missing, or its folder gone, it
+    says what to mend first in start-round's own words; the submitted round's warning says how."""
+    import shutil
+
     from helix_engine.state.lifecycle import start_round
     from tests.builders import generate_large_workspace
 
     ws = generate_large_workspace(tmp_path / "gen", rounds=3, cases=2)
     assert collect([ws])[0][0].next_step.startswith("helix start-round --round-dir opt-round-4")
+
+    def refused() -> str:
+        payload, code = start_round(ws / "opt-round-4", "exploration", "pattern_entry", "r")
+        assert code == 1
+        return str(payload["issues"][0])
+
+    def marked(item: object) -> str:
+        [text] = [p.message for p in item.problems if p.message.startswith("marks round 3 passed")]  # type: ignore[attr-defined]
+        assert "submit-round" not in text  # a second submit-round is refused for a recorded round
+        return text
+
     state = ws / "opt-round-3" / "round-state.json"
     good = state.read_text()
     state.write_text("{ broken")
     item = collect([ws])[0][0]
-    nxt = item.next_step
-    assert nxt.startswith("fix or rewrite opt-round-3/round-state.json (helix round-state --round-dir opt-round-3")
-    # the submitted round's problem asks to mend the file, not for a second submit-round (refused)
-    [marked] = [p.message for p in item.problems if p.message.startswith("marks round 3 passed")]
-    assert "fix opt-round-3/round-state.json (or rewrite it with `helix round-state" in marked
-    assert "submit-round" not in marked
-    assert nxt.endswith("then helix start-round --round-dir opt-round-4")
-    payload, code = start_round(ws / "opt-round-4", "exploration", "pattern_entry", "r")
-    assert code == 1 and "its round-state.json does not load: round-state.json is not valid JSON" in payload["issues"][0]
-    assert "helix round-state --round-dir opt-round-3" in payload["issues"][0]
+    assert item.next_step.startswith("mend opt-round-3 first (its round-state.json does not load: round-state.json "
+                                     "is not valid JSON")
+    assert item.next_step.endswith("or rewrite it with `helix round-state --round-dir opt-round-3 ...`), then "
+                                   "helix start-round --round-dir opt-round-4")
+    assert "fix opt-round-3/round-state.json (or rewrite it with `helix round-state" in marked(item)
+    assert "its round-state.json does not load" in refused() and "helix round-state --round-dir opt-round-3" in refused()
+    state.unlink()
+    item = collect([ws])[0][0]
+    assert item.next_step.startswith("mend opt-round-3 first (missing round-state.json")
+    assert "write opt-round-3/round-state.json with `helix round-state" in marked(item)
     state.write_text(good)
     (ws / "opt-round-3" / "attempts.md").unlink()
-    nxt = collect([ws])[0][0].next_step
-    assert nxt.startswith("complete opt-round-3 (the problems above say what it lacks)")
-    payload, code = start_round(ws / "opt-round-4", "exploration", "pattern_entry", "r")
-    assert code == 1 and "(missing attempts.md)" in payload["issues"][0]
+    item = collect([ws])[0][0]
+    assert item.next_step.startswith("mend opt-round-3 first (missing attempts.md)")
+    assert "restore what its folder lacks (attempts.md" in marked(item)
+    assert "(missing attempts.md)" in refused()
+    (ws / "opt-round-3" / "attempts.md").write_text("# attempts\n")
+    state.write_text(good.replace('"benchmark_status": "passed"', '"benchmark_status": "failed"'))
+    assert "says correctness passed, benchmark failed" in marked(collect([ws])[0][0])
+    state.write_text(good)
+    shutil.move(ws / "opt-round-3", tmp_path / "away")
+    item = collect([ws])[0][0]
+    assert item.next_step.startswith("mend opt-round-3 first (its folder is missing)")
+    assert "its folder is missing" in refused()
