@@ -113,11 +113,18 @@ class Zygote:
             with contextlib.suppress(OSError):
                 if os.stat(self.path).st_ino == self.bound:  # ours, not a later worker's
                     os.unlink(self.path)
-        with self.lock:
-            for pid in self.children:
+        # close() also runs in the SIGTERM handler, on the main thread, which may have been holding
+        # the lock when the signal came (the idle check, a fork's bookkeeping): never wait on it for
+        # long; the sets are only read here, and the process ends next
+        held = self.lock.acquire(timeout=1.0)
+        try:
+            for pid in list(self.children):
                 with contextlib.suppress(OSError):
                     os.killpg(pid, signal.SIGKILL)
             waiters = list(self.waiters)
+        finally:
+            if held:
+                self.lock.release()
         # the process exits next, and its daemon threads with it: without this wait a client could
         # find its socket closed before its fork's end was sent ("the warm worker ended before the
         # probe did" instead of "killed by SIGKILL"), depending on which thread ran first

@@ -357,3 +357,21 @@ def test_what_a_fork_started_does_not_outlive_it(served: Path, tmp_path: Path) -
     os.kill(job.pid, signal.SIGKILL)  # the client: the zygote then kills the fork with no time to clean up
     thread.join(30)
     assert _wait(lambda: pid_gone(grandchild)), "a process the fork started outlived it"
+
+
+def test_close_does_not_wait_forever_on_a_lock_its_own_thread_holds(tmp_path: Path) -> None:
+    """The SIGTERM handler runs close() on the main thread, which may hold the lock when the
+    signal lands: close gives up waiting for it after a second instead of hanging the worker."""
+    from helix_engine.eval.zygote import Zygote
+
+    z = Zygote(tmp_path, "cpu", 10.0)
+    done = threading.Event()
+
+    def handler_like() -> None:
+        with z.lock:  # the interrupted main thread's hold
+            z.close()
+        done.set()
+
+    thread = threading.Thread(target=handler_like, daemon=True)
+    thread.start()
+    assert done.wait(10), "close() waited for a lock its own thread held"
