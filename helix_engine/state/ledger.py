@@ -72,6 +72,14 @@ def _measured(view: RoundView | None, promotion: RoundPromotion | None,
     return view.comparison, promoted or view.comparison.geomean
 
 
+def _sources(promotion: RoundPromotion | None, geomean: SpeedupEstimate) -> tuple[str, str]:
+    """The labels after the geomean and after the average improvement: (" (paired run)",
+    " (perf files)") when the geomean is the paired run's (both sides in one job) and the average
+    the perf files', which is then two measurements on one line; none when both are the files'."""
+    paired = promotion is not None and promotion.vs_baseline_paired and geomean is promotion.vs_baseline
+    return (" (paired run)", " (perf files)") if paired else ("", "")
+
+
 def result_text(view: RoundView | None, issues: list[str] | None = None, *,
                 promotion: RoundPromotion | None = None) -> str:
     """The honest one-line result: statuses, then the measured numbers or why there are none
@@ -82,10 +90,7 @@ def result_text(view: RoundView | None, issues: list[str] | None = None, *,
     parts = [f"correctness {cs}", f"benchmark {bs}"]
     comparison, geomean = _measured(view, promotion)
     if comparison is not None and geomean is not None:
-        # the geomean is the paired run's when there was one (both sides in one job), the average
-        # improvement always the perf files': one line, two measurements, so each says which it is
-        paired = promotion is not None and promotion.vs_baseline_paired and geomean is promotion.vs_baseline
-        sources = (" (paired run)", " (perf files)") if paired else ("", "")
+        sources = _sources(promotion, geomean)
         parts.append(
             f"geomean speedup {_geomean_text(geomean)}{sources[0]}, avg improvement "
             f"{fmt_improvement(comparison.avg_improvement_pct)}{sources[1]} vs baseline ({comparison.metric_source})"
@@ -176,8 +181,9 @@ def _overall(views: dict[int, RoundView], promotion: Promotion, submitted: int) 
         state = views[k].state
         if comparison is None or geomean is None or state is None:
             continue
-        point = (f"{_one_line(state.hypothesis, 80)}: {_geomean_text(geomean)} geomean, "
-                 f"{fmt_improvement(comparison.avg_improvement_pct)} avg vs baseline")
+        tags = _sources(promotion.rounds.get(k), geomean)
+        point = (f"{_one_line(state.hypothesis, 80)}: {_geomean_text(geomean)}{tags[0]} geomean, "
+                 f"{fmt_improvement(comparison.avg_improvement_pct)}{tags[1]} avg vs baseline")
         points.append((k, point))
     if best is None:
         return OverallFields(
@@ -189,13 +195,14 @@ def _overall(views: dict[int, RoundView], promotion: Promotion, submitted: int) 
         )
     comparison, geomean = _measured(views[best], promotion.rounds.get(best))
     assert comparison is not None and geomean is not None
+    tags = _sources(promotion.rounds.get(best), geomean)
     return OverallFields(
         final_best_round=f"round-{best}",
         avg_improvement=fmt_improvement(comparison.avg_improvement_pct),
         geomean_speedup=fmt_speedup(geomean.point),
         validated_branches=", ".join(validated) if validated else "none",
-        outcome=(f"round-{best} is the current best: {_geomean_text(geomean)} geomean speedup, "
-                 f"{fmt_improvement(comparison.avg_improvement_pct)} avg improvement vs baseline, faster "
+        outcome=(f"round-{best} is the current best: {_geomean_text(geomean)}{tags[0]} geomean speedup, "
+                 f"{fmt_improvement(comparison.avg_improvement_pct)}{tags[1]} avg improvement vs baseline, faster "
                  f"beyond the {margin} noise margin, after {submitted} submitted round(s) "
                  f"({len(validated)} other validated)."),
         key_points=points,

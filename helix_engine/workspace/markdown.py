@@ -195,10 +195,11 @@ def _field_line(section: Section, name: str) -> int | None:
 
 # ---------------------------------------------------------------------------- opt-note writer
 
-#: A key point the engine wrote: ``<theme>: 1.50x geomean[ [1.45x, 1.55x]], +33.3% avg vs
-#: baseline (round N)``.
+#: A key point the engine wrote: ``<theme>: 1.50x[ [1.45x, 1.55x]][ (paired run)] geomean, +33.3%[ (perf
+#: files)] avg vs baseline (round N)`` (the labels when the geomean is the paired run's).
 ENGINE_POINT_RE = re.compile(
-    r"[0-9]+(?:\.[0-9]+)?x geomean(?: \[[^\]]*\])?, \S+ avg vs baseline \(round ([0-9]+)\)\s*$")
+    r"[0-9]+(?:\.[0-9]+)?x(?: \[[^\]]*\])?(?: \(paired run\))? geomean(?: \[[^\]]*\])?, \S+(?: \(perf files\))? "
+    r"avg vs baseline \(round ([0-9]+)\)\s*$")
 
 
 @dataclass

@@ -254,3 +254,28 @@ def test_section_values_are_what_get_returns_field_by_field() -> None:
         kind = rng.choice(["round", "overall"])
         section = Section(kind, ["## head\n", *(rng.choice(pieces) for _ in range(rng.randint(0, 10)))], 1)
         assert section.values() == {name: section.get(name) for name in section.field_lines()}, section.lines
+
+
+def test_engine_key_points_with_an_interval_are_refreshed_not_kept_stale() -> None:
+    """The engine writes ``1.50x [1.45x, 1.55x] geomean`` (the interval before the word, and
+    "(paired run)" / "(perf files)" when the numbers are two measurements): such a point is the
+    engine's, refreshed when the numbers change and removed when its round stops qualifying. The
+    pattern used to expect the interval after "geomean", so these points were kept as a person's."""
+    from helix_engine.workspace.markdown import OverallFields, parse_opt_note, refresh_overall_summary
+
+    def fields(points: list[tuple[int, str]]) -> OverallFields:
+        return OverallFields("round-1", "+20.0%", "1.25x", "none", "round-1 is the current best", points)
+
+    old = "fuse: 1.25x [1.20x, 1.30x] (paired run) geomean, +20.0% (perf files) avg vs baseline"
+    note = parse_opt_note("# notes\n")
+    refresh_overall_summary(note, fields([(1, old)]))
+    note = parse_opt_note(note.render())
+    new = "fuse: 1.40x [1.35x, 1.45x] (paired run) geomean, +28.0% (perf files) avg vs baseline"
+    refresh_overall_summary(note, fields([(1, new)]))
+    text = note.render()
+    assert f"{new} (round 1)" in text and old not in text and text.count("(round 1)") == 1
+    refresh_overall_summary(note, fields([]))  # round 1 no longer qualifies
+    assert "(round 1)" not in note.render()
+    from helix_engine.workspace.markdown import ENGINE_POINT_RE  # the same, written without the labels
+
+    assert ENGINE_POINT_RE.search("fuse: 1.25x [1.20x, 1.30x] geomean, +20.0% avg vs baseline (round 1)")
