@@ -384,5 +384,5 @@ def _report_ledger(ws: Path, result: DemoResult, progress: Progress) -> None:
         # run-bench headline printed above: the two are different measurements
         recorded = _LEDGER_GEOMEAN.search(entry.result or "") if entry else None
         shown = f"{recorded.group(1)} geomean vs baseline, as recorded" if recorded else "no geomean recorded"
-        progress.step(f"opt-note.md: round-{rr.number}: {rr.best_status or 'no entry'} ({clean(shown)})")
+        progress.step(f"opt-note.md: round-{rr.number}: {clean(rr.best_status or 'no entry')} ({clean(shown)})")
     progress.step(f"opt-note.md: final best round: {note.final_best_round or 'none'}")
