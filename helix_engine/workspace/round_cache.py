@@ -259,6 +259,12 @@ class RoundCache:
         self.shared: dict[str, int | None] = {}  # signatures of names outside round folders, this load
         self.dirty = False
 
+    @property
+    def keeps(self) -> bool:
+        """Whether a save can write (the workspace's ``.helix/`` is a real folder)."""
+        helix = self.workspace / ".helix"
+        return not os.path.islink(helix) and os.path.isdir(helix)
+
     def read(self, n: int, key: list[Any]) -> str | None:
         """round-state.json's object as JSON text, as round n's folder read found it last time
         (round_reading.load_round's memo), when its key (round-state.json's identity, the

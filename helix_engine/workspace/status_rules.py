@@ -20,7 +20,7 @@ from helix_engine.perf.evaluation import CaseValues
 from helix_engine.perf.interval_cache import IntervalCache
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.promotion import Candidate, PromotionMemo, judge_vs_baseline, promote
-from helix_engine.perf.results import Promotion, RoundEvaluation
+from helix_engine.perf.results import LaterPromotion, Promotion, RoundEvaluation
 from helix_engine.workspace.logged_best import LOGGED_DISAGREE, LoggedBest, best_mismatch_warning, logged_best_from_note
 from helix_engine.workspace.models import PerfRecord, Problem, RoundView
 from helix_engine.workspace.records import LazyRecords, file_id
@@ -215,6 +215,8 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str
     judged_before = sum(len(entry[1].judged) for entry in memo.rounds.values()) if cache is not None else 0
     promotion = _promote(snap, metric, results, skipped, base_records, statuses or {}, noise_margin, memo,
                          previous, reread)
+    if cache is not None and previous is None and cache.keeps:
+        _settle(promotion)
     memo.promotion.store.save()  # when it bootstrapped something new
     if cache is not None and (computed or cache.dirty or judged_before
                               != sum(len(entry[1].judged) for entry in memo.rounds.values())):
@@ -461,6 +463,17 @@ def round_comparison(snap: Any, n: int, metric: str | None = None) -> RoundEvalu
     summary = _judge_round(snap, view, snap.extra.get("round_state_notes", {}).get(n), base_records, base_file,
                            metric, margins_for(snap.root, base_records), keep_cases=True)
     return summary.result.comparison if summary.result is not None else None
+
+
+def _settle(promotion: Promotion) -> None:
+    """Compute, on a full load, the comparisons with the best the bound stood in for
+    (LaterPromotion), so the round cache keeps them: `status` reads every round's reason, and what
+    is computed after the cache is saved was computed again by every run (~800 comparisons, a
+    fifth of a computed `status` at 1000 rounds). Kept, they are the rule's known judgements and
+    the bound is not tried again. A reload stays lazy: it re-decides rounds a screen may never show."""
+    for entry in promotion.rounds.values():
+        if isinstance(entry, LaterPromotion) and entry.pending:
+            entry.reason  # noqa: B018 - reading it makes the comparison and keeps it in the round's judgements
 
 
 def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], skipped: dict[int, str],

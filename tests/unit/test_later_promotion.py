@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -97,11 +98,25 @@ def test_the_bound_leaves_a_round_near_the_noise_limit_to_the_comparison(tmp_pat
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(bound, "decides", spy)
         snap = load_workspace(ws)
-    assert dict(decided) == {2: False, 3: True}
-    three = snap.promotion.rounds[3]
-    assert isinstance(three, LaterPromotion) and three.pending
-    assert math.isclose(three.vs_previous_best.point, 0.5 / 0.6) and not three.pending
-    assert snap.promotion.rounds[2].status == VALIDATED and snap.promotion.best_round == 1
+        assert dict(decided) == {2: False, 3: True}
+        three = snap.promotion.rounds[3]
+        # a full load that can keep the round cache makes the comparison before saving it ...
+        assert isinstance(three, LaterPromotion) and not three.pending
+        assert math.isclose(three.vs_previous_best.point, 0.5 / 0.6)
+        assert snap.promotion.rounds[2].status == VALIDATED and snap.promotion.best_round == 1
+        decided.clear()
+        again = load_workspace(ws)  # ... so the next load knows it: the bound is not asked again
+        assert 3 not in dict(decided) and again.promotion.rounds[3] == three
+
+
+def test_a_full_load_that_cannot_keep_the_cache_leaves_the_comparison_to_be_read(tmp_path: Path) -> None:
+    """Without a real .helix/ folder nothing is kept, so nothing is computed before it is read."""
+    clear = {lab: v * 0.6 for lab, v in BASE.items()}
+    ws = build_workspace(tmp_path, baseline=BASE, rounds=[{lab: v * 0.5 for lab, v in BASE.items()}, clear])
+    shutil.rmtree(ws / ".helix")
+    two = load_workspace(ws).promotion.rounds[2]
+    assert isinstance(two, LaterPromotion) and two.pending
+    assert math.isclose(two.vs_previous_best.point, 0.5 / 0.6) and not two.pending
 
 
 def test_a_reader_in_another_thread_never_sees_the_pending_fields_unset() -> None:
