@@ -50,6 +50,24 @@ async def wait_for(pilot, predicate: Callable[[], bool], timeout: float = 20.0) 
     return False
 
 
+async def still(pilot, timeout: float = 20.0) -> bool:
+    """Let the app run until what it shows stops changing: two pictures of the screen ~50 ms apart
+    the same (the layout and every refresh it had pending have landed). The wait a picture or a
+    check of the whole screen needs after the condition it waits on holds, instead of a fixed
+    pause (too short on a loaded box, wasted on a quiet one). Blinking cursors must be off."""
+    app = pilot.app
+    deadline = time.monotonic() + timeout
+    await pilot.pause()
+    last = app.export_screenshot()
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        now = app.export_screenshot()
+        if now == last:
+            return True
+        last = now
+    return False
+
+
 def _perf_shown(app) -> bool:
     """The perf pane shows the view of the current selection, metric and reference."""
     last = app.main.query_one("#perf")._last

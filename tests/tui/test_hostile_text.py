@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from helix_tui.app import HelixApp  # noqa: E402
 
-from cockpit_helpers import cockpit, wait_for  # noqa: E402
+from cockpit_helpers import cockpit, still, wait_for  # noqa: E402
 from hostile import JOB_ID, MARKUP, PAYLOAD, build_hostile_workspace  # noqa: E402
 
 #: Textual's own output: SGR styles and cursor moves (and nothing else).
@@ -64,68 +64,68 @@ async def test_every_pane_shows_hostile_workspace_text_escaped_and_plain(hostile
     async with cockpit(hostile_ws, (200, 60), watch=False) as (app, pilot):
         app.selected = "opt-round-1"
         assert await wait_for(pilot, lambda: app.main.query_one("#perf-table").row_count >= 2)
-        await pilot.pause(0.2)
+        assert await still(pilot)
         _assert_safe(app, "perf pane, header and tree", markup=True)
 
         await pilot.press("2")  # attempts.md
-        await pilot.pause(0.3)
+        assert await still(pilot)
         _assert_safe(app, "attempts.md", markup=True)
         app.main.query_one("#notes").active = "tab-summary-md"
-        await pilot.pause(0.3)
+        assert await still(pilot)
         _assert_safe(app, "summary.md", markup=True)
 
         await pilot.press("3")  # jobs: job.json fields, events, output.log
         assert await wait_for(pilot, lambda: app.main.query_one("#jobs-table").row_count == 1)
-        await pilot.pause(0.3)
+        assert await still(pilot)
         text = _assert_safe(app, "jobs pane", markup=True)
         assert "tabbed [bold]x[/bold]" in text  # an output.log line, tab expanded, markup literal
 
         await pilot.press("4")  # hotspots: op names from trace.json
         hot = app.main.query_one("#hotspots")
         assert await wait_for(pilot, lambda: "kern" in getattr(hot, "plain", ""))
-        await pilot.pause(0.2)
+        assert await still(pilot)
         _assert_safe(app, "hotspots pane")
 
         await pilot.press("5")  # operator diff
         diff = app.main.query_one("#diff")
         assert await wait_for(pilot, lambda: "TITLE" in getattr(diff, "plain", ""))
-        await pilot.pause(0.2)
+        assert await still(pilot)
         _assert_safe(app, "diff pane", markup=True)
 
         await pilot.press("6")  # IR: stage names (a hostile kernel folder) and IR lines
         ir = app.main.query_one("#ir-text")
         assert await wait_for(pilot, lambda: "IR diff" in getattr(ir, "plain", ""))
-        await pilot.pause(0.2)
+        assert await still(pilot)
         _assert_safe(app, "IR pane")
         pane = app.main.query_one("#ir")
         assert any("kern" in stage for stage in pane.stages)  # the real names stay usable
 
         await pilot.press("exclamation_mark")  # problems: odd folder names, the hostile parent
-        await pilot.pause(0.3)
+        assert await still(pilot)
         text = _assert_safe(app, "problems screen")
         assert "opt-round-\\udcff\\udcfe" in text  # the invalid UTF-8 folder, escaped
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        assert await still(pilot)
 
 
 async def test_forms_and_notifications_show_workspace_text_plain(hostile_ws: Path) -> None:
     async with cockpit(hostile_ws, (200, 60), notifications=True, watch=False) as (app, pilot):
         app.selected = "opt-round-1"
-        await pilot.pause(0.2)
+        assert await still(pilot)
         await pilot.press("s")  # submit form: the hypothesis from round-state.json
         assert await wait_for(pilot, lambda: app.screen.query("#hypothesis"))
-        await pilot.pause(0.3)
+        assert await still(pilot)
         _assert_safe(app, "submit form")
         await pilot.press("escape")
-        await pilot.pause(0.1)
+        assert await still(pilot)
 
         await pilot.press("3")
         assert await wait_for(pilot, lambda: app.main.query_one("#jobs").selected == JOB_ID)
         await pilot.press("1")  # back to the perf pane: the job's fields are not on screen
-        await pilot.pause(0.2)
+        assert await still(pilot)
         await pilot.press("x")  # cancel a finished job: the notice says so (issue 13 finding 8)
         assert await wait_for(pilot, lambda: bool(app.screen.query("Toast")))
-        await pilot.pause(0.3)
+        assert await still(pilot)
         text = _assert_safe(app, "notification", markup=True)
         assert "nothing to cancel" in text
 

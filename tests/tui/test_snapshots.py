@@ -20,7 +20,7 @@ from textual.widgets import DataTable, Input, TextArea
 
 from helix_tui.app import HelixApp
 
-from cockpit_helpers import settle, wait_for
+from cockpit_helpers import settle, still, wait_for
 from snapshot_fixtures import NOW, freeze_clock, make_snapshot_workspace
 
 RUNNING, FINISHED = "20260720-085900-run-bench-0004", "20260720-080000-run-bench-0001"
@@ -48,16 +48,17 @@ def cockpit(select: str = "opt-round-2", then: Callable | None = None):  # noqa:
     async def run_before(pilot) -> None:  # noqa: ANN001
         app = pilot.app
         await settle(pilot, app)
+        _steady(app)
         # a picture is exact to the cell: let the first layout land before the selection's perf
         # table is filled (filled during it, at 160x48 the table kept its columns too narrow)
-        await pilot.pause(0.2)
+        assert await still(pilot)
         app.selected = select
         perf = app.main.query_one("#perf")
         assert await wait_for(pilot, lambda: perf._last is not None and perf._last[0].key[0] == select, timeout=30)
         if then is not None:
             await then(pilot, app)
-        await pilot.pause(0.2)
         _steady(app)
+        assert await still(pilot)
 
     return run_before
 
@@ -135,7 +136,8 @@ async def _palette(pilot, app, query: str) -> None:  # noqa: ANN001
     results = app.screen.query_one(CommandList)
     assert await wait_for(pilot, lambda: results.option_count >= 1
                           and "Submit round" in str(results.get_option_at_index(0).prompt))
-    await pilot.pause(0.3)
+    _steady(app)
+    assert await still(pilot)
 
 
 SCREENS = {
