@@ -182,7 +182,7 @@ def _comparison_json(comparison: Comparison) -> dict[str, object]:
         ],
         "errors": list(comparison.errors),
         "skipped": list(comparison.skipped),
-        "problems": [p.model_dump(mode="json") for p in comparison.problems],
+        "problems": [p.to_json() for p in comparison.problems],
         "ci": {
             "available": any(case.mean.interval is not None for case in comparison.cases),
             "method": "percentile bootstrap of each statistic, moved onto the printed point and "
@@ -194,6 +194,6 @@ def _comparison_json(comparison: Comparison) -> dict[str, object]:
             "margin": comparison.margin_text,
             "note": comparison.ci_note,
         },
-        "pairing": comparison.pairing.model_dump(mode="json") if comparison.pairing is not None else None,
+        "pairing": comparison.pairing.to_json() if comparison.pairing is not None else None,
         "context_warning": comparison.context_warning,
     }

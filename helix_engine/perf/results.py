@@ -3,15 +3,24 @@
 Every screen and file that shows a speedup, an interval, a verdict, a promotion or a best round
 reads these fields; nothing outside the core computes them. Each printed interval belongs to
 one statistic, and lies next to that statistic's point: ``SpeedupEstimate`` keeps the three
-together (and its validator refuses an interval that misses its point).
+together (and refuses an interval that misses its point).
+
+Plain slotted dataclasses (DESIGN: in-memory views and comparisons are), not pydantic models:
+only the core builds them, from values already validated where they were read, ~20 a round on
+every load; a model cost ~4 µs each to build and its class ~2 ms to define at import. The one
+place they come back from a file, the round cache, reads them with ``from_json``: every field
+checked against its declared type, unknown keys refused.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import dataclasses
+import math
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
 
 Statistic = Literal["mean", "median"]
 Verdict = Literal["faster", "slower", "within-noise"]
@@ -26,16 +35,121 @@ NOT_PROMOTED: PromotionStatus = "not promoted"
 STATISTIC_LABEL: dict[str, str] = {"mean": "ratio of means", "median": "ratio of medians"}
 
 
-class _Result(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first use, not at import
+class _Result:
+    """What the result classes share: their JSON form (``to_json``, defaults left out when asked)
+    and its checked way back (``from_json``)."""
+
+    __slots__ = ()
+    _checks: ClassVar[dict[type, list[tuple[str, Any, bool]]]] = {}
+
+    def to_json(self, *, exclude_defaults: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]  # every subclass is a dataclass
+            value = getattr(self, f.name)
+            if exclude_defaults and _is_default(f, value):
+                continue
+            out[f.name] = _dumped(value, exclude_defaults)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> Any:
+        """An instance from its JSON form; ValueError on a missing or unknown key or a value that
+        is not of its field's type (an int is taken for a float, as JSON writes 1.0 as 1)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{cls.__name__}: not an object")
+        checks = _Result._checks.get(cls) or _checks_of(cls)
+        unknown = data.keys() - {name for name, _, _ in checks}
+        if unknown:
+            raise ValueError(f"{cls.__name__}: unknown keys {sorted(unknown)}")
+        kwargs: dict[str, Any] = {}
+        for name, kind, required in checks:
+            if name in data:
+                kwargs[name] = _checked(kind, data[name], f"{cls.__name__}.{name}")
+            elif required:
+                raise ValueError(f"{cls.__name__}: {name} is missing")
+        return cls(**kwargs)
 
 
+def _is_default(f: dataclasses.Field[Any], value: Any) -> bool:
+    if f.default is not dataclasses.MISSING:
+        return bool(value == f.default)
+    if f.default_factory is not dataclasses.MISSING:
+        return bool(value == f.default_factory())
+    return False
+
+
+def _dumped(value: Any, exclude_defaults: bool) -> Any:
+    if isinstance(value, _Result):
+        return value.to_json(exclude_defaults=exclude_defaults)
+    if isinstance(value, list):
+        return [_dumped(v, exclude_defaults) for v in value]
+    if isinstance(value, dict):
+        return {k: _dumped(v, exclude_defaults) for k, v in value.items()}
+    return value
+
+
+def _checks_of(cls: type) -> list[tuple[str, Any, bool]]:
+    """(field, its resolved type, required) per field, resolved once per class."""
+    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
+    checks = [(f.name, hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+              for f in dataclasses.fields(cls)]
+    _Result._checks[cls] = checks
+    return checks
+
+
+def _checked(kind: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(kind)
+    if origin is typing.Union or origin is types.UnionType:
+        options = typing.get_args(kind)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _checked(option, value, where)
+            except ValueError as exc:
+                errors.append(str(exc))
+        raise ValueError("; ".join(errors) or f"{where}: not of its type")
+    if origin is Literal:
+        if isinstance(value, str) and value in typing.get_args(kind):
+            return value
+        raise ValueError(f"{where}: {value!r} is not one of {typing.get_args(kind)}")
+    if origin is list:
+        if not isinstance(value, list):
+            raise ValueError(f"{where}: not a list")
+        (item,) = typing.get_args(kind)
+        return [_checked(item, v, where) for v in value]
+    if kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+        raise ValueError(f"{where}: not a finite number")
+    if kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ValueError(f"{where}: not an integer")
+    if kind is str:
+        if isinstance(value, str):
+            return value
+        raise ValueError(f"{where}: not a string")
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        raise ValueError(f"{where}: not true or false")
+    if isinstance(kind, type) and issubclass(kind, _Result):
+        return kind.from_json(value)
+    raise ValueError(f"{where}: a {kind!r} is not read back")
+
+
+@dataclass(slots=True, kw_only=True)
 class Interval(_Result):
     low: float
     high: float
     confidence: float = 0.95
 
 
+@dataclass(slots=True, kw_only=True)
 class SpeedupEstimate(_Result):
     """One speedup statistic (baseline/candidate): its point, its own interval, its verdict."""
 
@@ -44,18 +158,17 @@ class SpeedupEstimate(_Result):
     interval: Interval | None = None
     verdict: Verdict | None = None  # None without an interval (nothing to judge noise by)
 
-    @model_validator(mode="after")
-    def _point_inside(self) -> SpeedupEstimate:
+    def __post_init__(self) -> None:
         if self.interval is not None and not self.interval.low <= self.point <= self.interval.high:
             raise ValueError(f"interval [{self.interval.low}, {self.interval.high}] excludes its point "
                              f"{self.point}")
-        return self
 
     @property
     def ci95(self) -> tuple[float, float] | None:
         return (self.interval.low, self.interval.high) if self.interval is not None else None
 
 
+@dataclass(slots=True, kw_only=True)
 class CaseProblem(_Result):
     """A case that could not be evaluated: which, on which side, and a sentence saying what to do."""
 
@@ -65,6 +178,7 @@ class CaseProblem(_Result):
     message: str
 
 
+@dataclass(slots=True, kw_only=True)
 class CaseEvaluation(_Result):
     """One compared case. ``delta_pct`` = (c−b)/b·100 (negative = faster)."""
 
@@ -89,6 +203,7 @@ class CaseEvaluation(_Result):
         return self.mean.point
 
 
+@dataclass(slots=True, kw_only=True)
 class Pairing(_Result):
     """Where a paired comparison came from: one job measured both sides, interleaved in blocks."""
 
@@ -99,6 +214,7 @@ class Pairing(_Result):
     design: str = ""
 
 
+@dataclass(slots=True, kw_only=True)
 class RoundEvaluation(_Result):
     """A candidate's perf records against a reference's, under one rule and metric choice.
 
@@ -109,14 +225,14 @@ class RoundEvaluation(_Result):
     rule: Rule = "compare-perf"
     requested: str
     metric_source: Literal["kernel", "total-op", "mixed"] | None = None
-    cases: list[CaseEvaluation] = Field(default_factory=list)
+    cases: list[CaseEvaluation] = field(default_factory=list)
     avg_improvement_pct: float | None = None
     geomean: SpeedupEstimate | None = None  # geomean of the ratios of means: upstream's number
     geomean_median: SpeedupEstimate | None = None
     mean_latency_us: float | None = None
-    errors: list[str] = Field(default_factory=list)
-    skipped: list[str] = Field(default_factory=list)
-    problems: list[CaseProblem] = Field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    problems: list[CaseProblem] = field(default_factory=list)
     ci_note: str | None = None
     noise_margin: float = 0.01  # the geomean's margin (the mean of its cases' margins)
     margin_source: Literal["default", "calibrated"] = "default"
@@ -237,11 +353,12 @@ class LaterPromotion(RoundPromotion):
         return self._make is not None
 
 
+@dataclass(slots=True, kw_only=True)
 class Promotion(_Result):
     """The promotion rule over a workspace's rounds, in round order."""
 
     noise_margin: float
-    rounds: dict[int, RoundPromotion] = Field(default_factory=dict)
+    rounds: dict[int, RoundPromotion] = field(default_factory=dict)
     best_round: int | None = None
     margin_source: Literal["default", "calibrated"] = "default"
     margin_text: str | None = None  # e.g. "default 1%", "calibrated per case (1.0%-2.4%, …)"

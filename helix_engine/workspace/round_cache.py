@@ -22,6 +22,7 @@ and an entry never changes a number (a hit yields what judging the same files ag
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -111,7 +112,7 @@ def _number(value: Any) -> float:
 
 def _judged_out(judged: Any) -> list[Any]:
     geo = judged.geomean
-    return [geo.model_dump(mode="json", exclude_defaults=True) if geo is not None else None, judged.margin]
+    return [geo.to_json(exclude_defaults=True) if geo is not None else None, judged.margin]
 
 
 def _judged_in(value: Any) -> Any:
@@ -119,7 +120,7 @@ def _judged_in(value: Any) -> Any:
     from helix_engine.perf.results import SpeedupEstimate
 
     geo, margin = value
-    return Judged(SpeedupEstimate.model_validate(geo) if geo is not None else None, _number(margin))
+    return Judged(SpeedupEstimate.from_json(geo) if geo is not None else None, _number(margin))
 
 
 def values_out(values: Any) -> list[Any] | None:
@@ -180,8 +181,8 @@ def slim(comparison: Any) -> Any:
     paired = comparison.paired
     update: dict[str, Any] = {"cases": []}
     if paired is not None:
-        update["paired"] = paired.model_copy(update={"cases": []})
-    return comparison.model_copy(update=update)
+        update["paired"] = dataclasses.replace(paired, cases=[])
+    return dataclasses.replace(comparison, **update)
 
 
 def summary_out(summary: RoundSummary) -> dict[str, Any]:
@@ -198,7 +199,7 @@ def summary_out(summary: RoundSummary) -> dict[str, Any]:
         "rank": list(summary.rank) if summary.rank is not None else None,
         "result": None if result is None else [
             result.comparable, result.warnings, problems_out(result.problems),
-            result.comparison.model_dump(mode="json", exclude_defaults=True) if result.comparison else None],
+            result.comparison.to_json(exclude_defaults=True) if result.comparison else None],
         "judged": judged,
     }
 
@@ -227,7 +228,7 @@ def summary_in(value: Any) -> RoundSummary:
             for name, text in comparison.items():
                 if isinstance(text, str):
                     comparison[name] = sys.intern(text)
-        result = RoundResult(RoundEvaluation.model_validate(comparison) if comparison is not None else None,
+        result = RoundResult(RoundEvaluation.from_json(comparison) if comparison is not None else None,
                              comparable, _strings(warnings), problems_in(problems))
     judged: dict[Any, Any] = {}
     raw_judged = value["judged"]

@@ -7,6 +7,7 @@ load with no compact path and no cache does."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -210,9 +211,9 @@ def _derived(snap: Any) -> dict[str, Any]:
     """What the snapshot derives from several files, and `helix status --json` of it."""
     ev = snap.evaluation
     return json.loads(json.dumps({
-        "rounds": {n: {"comparison": v.comparison.model_dump() if v.comparison else None,
+        "rounds": {n: {"comparison": dataclasses.asdict(v.comparison) if v.comparison else None,
                        "problems": sorted(map(str, v.problems))} for n, v in sorted(snap.rounds.items())},
-        "promotion": snap.promotion.model_dump(), "best": snap.best_round, "warnings": ev.warnings,
+        "promotion": dataclasses.asdict(snap.promotion), "best": snap.best_round, "warnings": ev.warnings,
         "skipped": ev.skipped, "problems": sorted(map(str, snap.problems)),
     }, default=str)) | {"status": render([operator_status(snap)], fmt="json")}
 

@@ -5,6 +5,7 @@ with the baseline again."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shutil
@@ -43,13 +44,13 @@ def _derived(snap: Any) -> dict[str, Any]:
     """Everything the snapshot derives from several files, as plain data."""
     ev = snap.evaluation
     return json.loads(json.dumps({
-        "rounds": {n: {"comparison": v.comparison.model_dump() if v.comparison else None,
+        "rounds": {n: {"comparison": dataclasses.asdict(v.comparison) if v.comparison else None,
                        "parent": v.parent, "problems": sorted(map(str, v.problems))}
                    for n, v in sorted(snap.rounds.items())},
-        "promotion": snap.promotion.model_dump(),
+        "promotion": dataclasses.asdict(snap.promotion),
         "best": snap.best_round, "logged": snap.logged_best, "problems": sorted(map(str, snap.problems)),
         "warnings": ev.warnings, "skipped": ev.skipped, "state": ev.state,
-        "results": {n: r.comparison.model_dump() if r.comparison else None for n, r in ev.results.items()},
+        "results": {n: dataclasses.asdict(r.comparison) if r.comparison else None for n, r in ev.results.items()},
     }, default=str))
 
 

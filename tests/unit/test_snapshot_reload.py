@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -254,11 +255,12 @@ def test_reload_after_submit_round_rejects_the_best_rejudges_it(tmp_path: Path, 
     assert perf_reads == []
     assert rejected.promotion.rounds[2].reason == "submit-round rejected it"
     assert rejected.promotion.best_round == 1
-    assert rejected.promotion.model_dump() == load_workspace(ws).promotion.model_dump()
+    assert dataclasses.asdict(rejected.promotion) == dataclasses.asdict(load_workspace(ws).promotion)
     state = write_workflow_state(ws, workflow_state(rounds={1: "passed", 2: "passed", 3: "passed"}))
     accepted = reload(rejected, [state])
     assert accepted.promotion.best_round == 2
-    assert accepted.promotion.model_dump() == snap.promotion.model_dump() == load_workspace(ws).promotion.model_dump()
+    assert dataclasses.asdict(accepted.promotion) == dataclasses.asdict(snap.promotion) \
+        == dataclasses.asdict(load_workspace(ws).promotion)
 
 
 def test_reload_keeps_the_folder_listing_only_while_the_folder_is_unchanged(
