@@ -84,7 +84,9 @@ def _dumped(value: Any, exclude_defaults: bool) -> Any:
     if isinstance(value, list):
         return [_dumped(v, exclude_defaults) for v in value]
     if isinstance(value, dict):
-        return {k: _dumped(v, exclude_defaults) for k, v in value.items()}
+        return {str(k): _dumped(v, exclude_defaults) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a RoundPromotion in Promotion.rounds
+        return _dumped(dataclasses.asdict(value), exclude_defaults)
     return value
 
 
@@ -122,8 +124,13 @@ def _checked(kind: Any, value: Any, where: str) -> Any:
         (item,) = typing.get_args(kind)
         return [_checked(item, v, where) for v in value]
     if kind is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                number = float(value)  # an int past a float's range overflows
+            except OverflowError:
+                number = math.inf
+            if math.isfinite(number):
+                return number
         raise ValueError(f"{where}: not a finite number")
     if kind is int:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -174,8 +181,28 @@ class CaseProblem(_Result):
 
     latency_id: str
     side: Literal["baseline", "compare", "both"]
-    value: float | None = None
+    value: float | None = None  # the time that stopped it: may be NaN or infinite
     message: str
+
+    def to_json(self, *, exclude_defaults: bool = False) -> dict[str, Any]:
+        """As every result, a non-finite value as its name ("nan", "inf", "-inf"): JSON has no
+        such number, and the round cache writes strict JSON (one such value kept none of it)."""
+        out = super(CaseProblem, self).to_json(exclude_defaults=exclude_defaults)  # slots: no bare super()
+        if isinstance(self.value, float) and not math.isfinite(self.value):
+            out["value"] = repr(self.value)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> CaseProblem:
+        if isinstance(data, dict) and data.get("value") in _NON_FINITE:
+            problem: CaseProblem = super(CaseProblem, cls).from_json({**data, "value": None})
+            problem.value = float(data["value"])
+            return problem
+        found: CaseProblem = super(CaseProblem, cls).from_json(data)
+        return found
+
+
+_NON_FINITE = ("nan", "inf", "-inf")
 
 
 @dataclass(slots=True, kw_only=True)

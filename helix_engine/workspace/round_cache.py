@@ -316,7 +316,7 @@ class RoundCache:
             return None
         try:
             summary = summary_in(found[1])
-        except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError):
             return None
         self._hits[n] = (summary, dict(summary.judged))
         return summary

@@ -4,11 +4,21 @@ dump read back equal to what was dumped."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
-from helix_engine.perf.results import CaseProblem, Interval, Pairing, RoundEvaluation, SpeedupEstimate
+from helix_engine.perf.results import (
+    VALIDATED,
+    CaseProblem,
+    Interval,
+    Pairing,
+    Promotion,
+    RoundEvaluation,
+    RoundPromotion,
+    SpeedupEstimate,
+)
 
 
 def _evaluation() -> RoundEvaluation:
@@ -40,6 +50,8 @@ def test_an_integer_is_taken_for_a_float() -> None:
     ({"statistic": "mean", "point": True}, "not a finite number"),
     ({"statistic": "mean", "point": "1.0"}, "not a finite number"),
     ({"statistic": "mean", "point": math.inf}, "not a finite number"),
+    ({"statistic": "mean", "point": 10 ** 400}, "not a finite number"),  # past a float's range
+    ({"statistic": "mean", "point": "inf"}, "not a finite number"),
     ({"statistic": "mean", "point": 1.0, "interval": {"low": 0.5}}, "high is missing"),
     ({"statistic": "mean", "point": 1.0, "interval": {"low": 1.5, "high": 2.0}}, "excludes its point"),
     ({"statistic": "mean", "point": 1.0, "verdict": 3}, "is not one of"),
@@ -56,3 +68,18 @@ def test_odd_nested_values_are_refused() -> None:
                        ("paired", {"requested": 5}), ("noise_margin", None), ("pairing", [])):
         with pytest.raises(ValueError):
             RoundEvaluation.from_json({**data, key: value})
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
+def test_a_case_problem_keeps_a_non_finite_time_in_strict_json(value: float) -> None:
+    """The time that stopped a case may be NaN or infinite; the round cache writes strict JSON."""
+    problem = CaseProblem(latency_id="latency-a", side="compare", value=value, message="m")
+    text = json.dumps(problem.to_json(), allow_nan=False)
+    back = CaseProblem.from_json(json.loads(text))
+    assert back.message == "m" and repr(back.value) == repr(value)
+
+
+def test_a_promotion_dumps_to_json() -> None:
+    entry = RoundPromotion(round=2, status=VALIDATED, reason="r", vs_baseline=SpeedupEstimate(statistic="mean", point=1.5))
+    data = json.loads(json.dumps(Promotion(noise_margin=0.01, rounds={2: entry}, best_round=2).to_json()))
+    assert data["rounds"]["2"]["vs_baseline"]["point"] == 1.5 and data["best_round"] == 2

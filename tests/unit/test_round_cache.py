@@ -107,6 +107,8 @@ TAMPERS = {
     "rank not numbers": lambda path, data: (_entry(data, 3).update(rank=["x", 1.0]), _dump(path, data)),
     "nan geomean": lambda path, data: (_entry(data, 3)["result"][3]["geomean"].update(point=float("nan")),
                                        _dump(path, data)),
+    "number past a float's range": lambda path, data: (
+        _entry(data, 3)["result"][3]["geomean"].update(point=10 ** 400), _dump(path, data)),
     "interval misses its point": lambda path, data: (
         _entry(data, 3)["judged"]["baseline"][0].update(point=100.0), _dump(path, data)),
     "unknown field": lambda path, data: (_entry(data, 3)["result"][3].update(speedup_x=3), _dump(path, data)),
@@ -150,6 +152,23 @@ def test_a_tampered_cache_is_ignored(tmp_path: Path, tamper: str) -> None:
     assert _status_json(ws) == expected
     if tamper not in ("a folder", "a link out"):  # written again, valid: the next run reads it
         assert json.loads(path.read_text())["version"] == round_cache.VERSION
+
+
+def test_a_non_finite_time_in_a_perf_file_still_lets_the_cache_be_kept(tmp_path: Path) -> None:
+    """A case stopped by an infinite time keeps that time in its problem; the cache is strict JSON,
+    and before it could write none of it (every load judged every round again)."""
+    ws = _workspace(tmp_path / "ws")
+    perf = ws / "opt-round-2" / "opt_add_perf.txt"
+    lines = perf.read_text().splitlines()
+    first = json.loads(lines[0])
+    first["kernel_avg_time_us"] = float("inf")
+    perf.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    expected = _uncached(ws)
+    assert _status_json(ws) == expected
+    kept = json.loads((ws / CACHE).read_text())
+    assert "2" in kept["rounds"]
+    records.forget()
+    assert _status_json(ws) == expected  # and read back as it was computed
 
 
 def test_a_warm_load_reads_no_round_state_and_sees_every_change_of_a_round_folder(
