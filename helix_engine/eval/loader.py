@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from helix_engine import python_source
 from helix_engine.errors import HelixError
 
 API_KINDS: tuple[str, ...] = ("triton-wrapper", "tilelang-wrapper", "torch-function", "torch-module")
@@ -109,7 +110,7 @@ def _is_jit(node: ast.expr) -> bool:
 def jit_functions(source: str, file: Path | str = "<operator>") -> list[str]:
     """Top-level functions decorated with ``triton.jit``, ``triton.jit(...)`` or bare ``jit``."""
     try:
-        tree = ast.parse(source, filename=str(file))
+        tree = python_source.parse(source, str(file))
     except SyntaxError as exc:
         from helix_engine.eval.usercode import UserCodeError, user_traceback
 
@@ -127,7 +128,7 @@ def referenced_names(source: str) -> set[str]:
     """Every name the operator's code uses: variables, attributes (``lib.kernel``) and imports
     (comments and strings are not code). Empty when the source does not parse."""
     try:
-        tree = ast.parse(source)
+        tree = python_source.parse(source)
     except (SyntaxError, ValueError):
         return set()
     found: set[str] = set()

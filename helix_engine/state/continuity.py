@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import ast
 
+from helix_engine import python_source
+
 CONTINUITY_ISSUE = "round operator no longer preserves a recognizable Ascend kernel launch path"
 _KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
 # Libraries that hold no Triton kernel: ``torch.x[i](...)`` is not a launch.
@@ -30,7 +32,7 @@ def continuity_issue(source: str, file: str) -> str | None:
     """None when the source keeps a Triton or TileLang launch path; else the issue sentence
     (upstream's text, or a syntax-error sentence when the file does not parse)."""
     try:
-        tree = ast.parse(source)
+        tree = python_source.parse(source)
     except (SyntaxError, ValueError) as exc:
         where = f"line {exc.lineno}: " if isinstance(exc, SyntaxError) and exc.lineno else ""
         reason = exc.msg if isinstance(exc, SyntaxError) else str(exc)

@@ -16,6 +16,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from helix_engine import python_source
 from helix_engine.state.continuity import triton_launches
 from helix_engine.workspace.models import Problem
 
@@ -104,7 +105,7 @@ def lint_source(source: str, file: str, *, backend: str | None = None) -> list[P
     """Hard-rule warnings for one operator source (empty when it does not parse: the
     checker's other stages already say what is wrong with such a file)."""
     try:
-        tree = ast.parse(source)
+        tree = python_source.parse(source)
     except (SyntaxError, ValueError):
         return [Problem(file, "does not parse as Python; the hard-rule lints were skipped", None, "warning")]
     aliases = _aliases(tree)
