@@ -14,7 +14,7 @@ read (interval_cache.records_digest, kept beside its problems under its identity
 the same records re-reads that file and judges nothing again, not even the rounds compared with it.
 
 The file is workspace data and only ever saves time: it is read through the safe reader, every
-entry is checked (types, then the result models' own validation), anything odd is a miss, it is
+entry is checked (types, then the results' own checked reading, from_json), anything odd is a miss, it is
 written atomically, only into a ``.helix/`` folder that already is a real folder of the workspace,
 and an entry never changes a number (a hit yields what judging the same files again yields).
 """
@@ -262,9 +262,8 @@ class RoundCache:
 
     @property
     def keeps(self) -> bool:
-        """Whether a save can write (the workspace's ``.helix/`` is a real folder)."""
-        helix = self.workspace / ".helix"
-        return not os.path.islink(helix) and os.path.isdir(helix)
+        """Whether a save can write (write_cache_text's own condition)."""
+        return can_keep(self.workspace)
 
     def read(self, n: int, key: list[Any]) -> str | None:
         """round-state.json's object as JSON text, as round n's folder read found it last time
@@ -436,6 +435,12 @@ def _write(workspace: Path, data: dict[str, Any]) -> None:
                      json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n")
 
 
+def can_keep(workspace: Path) -> bool:
+    """Whether the workspace's ``.helix/`` is a real folder, the only place a cache is written."""
+    helix = workspace / ".helix"
+    return not os.path.islink(helix) and os.path.isdir(helix)
+
+
 def write_cache_text(workspace: Path, name: str, text: str) -> None:
     """Atomically (temp file + rename), into .helix/cache/``name`` of the workspace, only through
     real folders inside it. Not the engine's durable write (no fsync, not one of a transition's
@@ -443,9 +448,9 @@ def write_cache_text(workspace: Path, name: str, text: str) -> None:
     writer of the stored status output (workspace/status_cache.py)."""
     from helix_engine.workspace.reading import inside
 
-    helix = workspace / ".helix"
-    if os.path.islink(helix) or not os.path.isdir(helix):
+    if not can_keep(workspace):
         return
+    helix = workspace / ".helix"
     folder = helix / layout.CACHE_DIR
     if os.path.islink(folder):
         return
