@@ -15,15 +15,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from helix_engine.sanitize import clean_name
 from helix_engine.workspace import json_text
+from helix_engine.workspace.filemodel import ValidationError
 from helix_engine.workspace.files import MAX_TEXT_BYTES, atomic_write_text
 from helix_engine.workspace.json_text import DuplicateKey
 from helix_engine.workspace.models import PerfRecord, Problem
 
-#: Attribute (outside the pydantic fields, so never serialized) holding (file, line).
+#: Attribute (outside the model's fields, so never serialized) holding (file, line).
 _SOURCE_ATTR = "_helix_source"
 
 
@@ -149,5 +148,5 @@ def write_perf(path: Path, records: list[PerfRecord]) -> None:
 
 
 def record_from_json(data: dict[str, Any]) -> PerfRecord:
-    """Build a record from a dict (raises pydantic's ValidationError on bad input)."""
+    """Build a record from a dict (raises filemodel.ValidationError, a ValueError, on bad input)."""
     return PerfRecord.model_validate(data)

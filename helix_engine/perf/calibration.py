@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from helix_engine.perf import stats
 from helix_engine.perf.margins import DEFAULT_MARGIN, NoiseMargins, canonical_id
 from helix_engine.perf.results import RoundEvaluation
+from helix_engine.workspace import filemodel
+from helix_engine.workspace.filemodel import FileModel, ValidationError
 from helix_engine.workspace.models import MeasurementContext, PerfRecord
 
 CALIBRATION_FILE = "calibration.json"
@@ -44,25 +44,25 @@ METHOD = ("noise floor = the larger of (a) a 99% prediction bound for a later A/
           "each statistic; margin = max(1%, floor)")
 
 
-class CaseNoise(BaseModel):
-    model_config = ConfigDict(extra="allow", defer_build=True)
+class CaseNoise(FileModel):
+    __slots__ = ()
 
     latency_id: str
     noise_floor: float  # fraction
     margin: float  # max(1%, noise_floor): what verdicts use
-    points: list[float] = Field(default_factory=list)  # the A/A ratio of means of each round
-    intervals: list[tuple[float, float]] = Field(default_factory=list)
+    points: list[float] = filemodel.field(default_factory=list)  # the A/A ratio of means of each round
+    intervals: list[tuple[float, float]] = filemodel.field(default_factory=list)
     blocks: int = 0  # blocks per round
     #: the same for the ratio of medians (robust to a slow outlier, so often a tighter floor)
     median_noise_floor: float | None = None
     median_margin: float | None = None
-    median_points: list[float] = Field(default_factory=list)
+    median_points: list[float] = filemodel.field(default_factory=list)
 
 
-class Calibration(BaseModel):
+class Calibration(FileModel):
     """``.helix/calibration.json`` (schema_version 1)."""
 
-    model_config = ConfigDict(extra="allow", defer_build=True)
+    __slots__ = ()
 
     schema_version: Literal[1] = 1
     created_at: str
@@ -73,10 +73,10 @@ class Calibration(BaseModel):
     backend: str
     device: str | None = None
     rounds: int
-    job_ids: list[str] = Field(default_factory=list)
+    job_ids: list[str] = filemodel.field(default_factory=list)
     method: str = METHOD
     context: MeasurementContext | None = None
-    cases: dict[str, CaseNoise] = Field(default_factory=dict)  # canonical latency id → noise
+    cases: dict[str, CaseNoise] = filemodel.field(default_factory=dict)  # canonical latency id → noise
 
 
 def path_for(workspace: Path) -> Path:

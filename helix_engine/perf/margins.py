@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from helix_engine.workspace.filemodel import FileModel, field
 
 #: The default margin, and the floor of every calibrated one.
 DEFAULT_MARGIN = 0.01
@@ -27,14 +27,15 @@ def canonical_id(latency_id: str) -> str:
     return f"latency-{match.group(1)}" if match else latency_id
 
 
-class NoiseMargins(BaseModel):
+class NoiseMargins(FileModel):
     """Per-case margins (fractions, e.g. 0.023 = 2.3%) and where they came from."""
 
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    _allow_extra = False
+    __slots__ = ()
 
     default: float = DEFAULT_MARGIN
-    per_case: dict[str, float] = Field(default_factory=dict)  # canonical latency id → margin (ratio of means)
-    per_case_median: dict[str, float] = Field(default_factory=dict)  # … of the ratio of medians
+    per_case: dict[str, float] = field(default_factory=dict)  # canonical latency id → margin (ratio of means)
+    per_case_median: dict[str, float] = field(default_factory=dict)  # … of the ratio of medians
     source: MarginSource = "default"
     file: str | None = None  # the calibration file the margins came from
     note: str | None = None  # why a calibration was not used, when one exists

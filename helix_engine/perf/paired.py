@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from helix_engine.perf import stats
+from helix_engine.workspace import filemodel
+from helix_engine.workspace.filemodel import FileModel, ValidationError
 from helix_engine.workspace.models import PerfRecord
 
 Side = Literal["reference", "candidate"]
@@ -57,8 +57,8 @@ def block_order(block: int, per_side: int = 2) -> tuple[Side, ...]:
 # --------------------------------------------------------------------------- the sidecar
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="allow", defer_build=True)
+class _Model(FileModel):
+    __slots__ = ()
 
 
 class PairedSlot(_Model):
@@ -72,7 +72,7 @@ class PairedSlot(_Model):
 class PairedCase(_Model):
     case_label: str
     block_reps: int
-    slots: list[PairedSlot] = Field(default_factory=list)
+    slots: list[PairedSlot] = filemodel.field(default_factory=list)
 
     @property
     def latency_id(self) -> str:
@@ -101,8 +101,8 @@ class PairedRun(_Model):
     perf_file: str | None = None  # the canonical perf file this sidecar belongs to
     perf_sha256: str | None = None  # that file's sha256 as written beside this sidecar
     reference_perf_file: str | None = None
-    reference_records: list[PerfRecord] = Field(default_factory=list)
-    cases: list[PairedCase] = Field(default_factory=list)
+    reference_records: list[PerfRecord] = filemodel.field(default_factory=list)
+    cases: list[PairedCase] = filemodel.field(default_factory=list)
 
     def blocks(self) -> dict[str, list[Block]]:
         """Latency id → the case's blocks (both sides' samples of each block)."""

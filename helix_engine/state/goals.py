@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
 from helix_engine.workspace import files, layout
+from helix_engine.workspace.filemodel import FileModel
 from helix_engine.workspace.reading import load_model
 
 if TYPE_CHECKING:
@@ -30,10 +29,10 @@ GOALS_NAME = "goals.json"  # inside .helix/
 FIX = "run `helix goals --target-speedup X --max-rounds N` to rewrite it, or `helix goals --clear`"
 
 
-class Goals(BaseModel):
+class Goals(FileModel):
     """``.helix/goals.json``. A field left None sets no condition."""
 
-    model_config = ConfigDict(extra="allow", defer_build=True)
+    __slots__ = ()
 
     schema_version: int = 1
     target_speedup: float | None = None
@@ -41,26 +40,27 @@ class Goals(BaseModel):
     updated_at: str | None = None
     updated_by: str | None = None
 
-    @field_validator("target_speedup")
-    @classmethod
-    def _positive(cls, value: float | None) -> float | None:
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise ValueError("target_speedup must be a number greater than 0")
-        return value
-
-    @field_validator("max_rounds")
-    @classmethod
-    def _at_least_one(cls, value: int | None) -> int | None:
-        if value is not None and value < 1:
-            raise ValueError("max_rounds must be at least 1")
-        return value
-
     @property
     def any(self) -> bool:
         return self.target_speedup is not None or self.max_rounds is not None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
+
+
+def _positive(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise ValueError("target_speedup must be a number greater than 0")
+    return value
+
+
+def _at_least_one(value: int | None) -> int | None:
+    if value is not None and value < 1:
+        raise ValueError("max_rounds must be at least 1")
+    return value
+
+
+Goals._field_after = {"target_speedup": _positive, "max_rounds": _at_least_one}
 
 
 def goals_path(workspace: Path) -> Path:

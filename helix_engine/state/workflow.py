@@ -14,9 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from helix_engine.workspace import files, layout
+from helix_engine.workspace.filemodel import ValidationError
 from helix_engine.workspace.json_text import parse_json
 from helix_engine.workspace.md_attempts import StateUpdate, state_update_append_text
 from helix_engine.workspace.models import (

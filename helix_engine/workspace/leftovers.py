@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from helix_engine.sanitize import clean_name
 from helix_engine.workspace import files, layout
+from helix_engine.workspace.filemodel import FileModel
 from helix_engine.workspace.models import Problem, WorkflowState
 from helix_engine.workspace.reading import load_model, shown
 
@@ -36,15 +35,24 @@ TRANSITION = "transition.json"
 REPAIR_COMMAND = "helix repair"
 
 
-class PendingTransition(BaseModel):
+class PendingTransition(FileModel):
     """The marker of a submit-round that has started writing and not yet finished."""
 
-    model_config = ConfigDict(extra="allow", defer_build=True)
+    __slots__ = ()
 
     command: Literal["submit-round"]
-    round: int = Field(ge=1)
+    round: int
     outcome: Literal["passed", "failed"]
     started_at: str
+
+
+def _at_least_one(value: int) -> int:
+    if value < 1:
+        raise ValueError("Input should be greater than or equal to 1")
+    return value
+
+
+PendingTransition._field_after = {"round": _at_least_one}
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """Typed models of the workspace contract.
 
-File-boundary models are pydantic 2 with ``extra="allow"`` so fields we do not know survive a
-load → save round trip (upstream tools may add keys). In-memory views (snapshot, comparison)
-are plain dataclasses: they are built often and never written as-is.
+File-boundary models are ``filemodel.FileModel`` classes (declared fields checked on read, with
+pydantic's lax rules; unknown keys kept so fields we do not know survive a load → save round trip:
+upstream tools may add keys). Not pydantic: importing it and building these validators was ~60 ms
+of `helix status` (issue 12, filemodel.py). In-memory views (snapshot, comparison) are plain
+dataclasses: they are built often and never written as-is.
 
 Field names, enums and required-ness follow the upstream state spec; see the docstring of each
 model for the rules it enforces.
@@ -15,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-
 # The evaluation core's typed results (perf/results.py imports nothing from here); the old
 # names CaseDelta and Comparison stay for callers.
 from helix_engine.perf.results import CaseEvaluation as CaseDelta  # noqa: F401
 from helix_engine.perf.results import Promotion, RoundPromotion  # noqa: F401
 from helix_engine.perf.results import RoundEvaluation as Comparison
+from helix_engine.workspace import filemodel
+from helix_engine.workspace.filemodel import FileModel
 from helix_engine.workspace.problem import Problem  # noqa: F401 - re-exported (readers import it from here)
 from helix_engine.workspace.vocabulary import (  # noqa: F401 - the tuples are re-exported
     ANALYSIS_POLICIES,
@@ -47,14 +49,12 @@ BENCH_MODES: tuple[str, ...] = (
 )
 
 
-class _FileModel(BaseModel):
-    # defer_build: a model's validator is built when it first validates, not at import (`helix
-    # --help` and `helix status` pay only for the models they use)
-    model_config = ConfigDict(extra="allow", populate_by_name=True, defer_build=True)
+class _FileModel(FileModel):
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The dict to write back: declared fields that were set or required, then extras."""
-        return self.model_dump(mode="json", exclude_unset=False, exclude_none=False, by_alias=False)
+        """The dict to write back: declared fields, then the unknown keys it was read with."""
+        return self.model_dump(mode="json")
 
 
 # --------------------------------------------------------------------------- baseline/state.json
@@ -112,10 +112,9 @@ class RoundState(_FileModel):
     ir_dir: str | None = None
     perf_analysis_path: str | None = None
 
-    @model_validator(mode="before")
     @classmethod
-    def _legacy_alias(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "comparison_target" in data:
+    def _prepare(cls, data: dict[str, Any]) -> dict[str, Any]:
+        if "comparison_target" in data:
             data = dict(data)
             legacy = data.pop("comparison_target")
             current = data.get("comparison_target_path")
@@ -128,22 +127,7 @@ class RoundState(_FileModel):
                 data["comparison_target_path"] = legacy
         return data
 
-    @field_validator("opt_note_updated", mode="before")
-    @classmethod
-    def _coerce_bool(cls, value: Any) -> bool:
-        if isinstance(value, str):
-            return value.strip().lower() in {"1", "true", "yes", "y", "on"}
-        return bool(value)
-
-    @field_validator("evidence_sources", mode="before")
-    @classmethod
-    def _strict_list(cls, value: Any) -> Any:
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ValueError("evidence_sources must be a list of strings")
-        return value
-
-    @model_validator(mode="after")
-    def _benchmark_fields(self) -> RoundState:
+    def _validate(self) -> None:
         if self.benchmark_status == "passed":
             missing = [
                 name
@@ -154,7 +138,6 @@ class RoundState(_FileModel):
                 raise ValueError(
                     "benchmark_status is passed but these fields are missing: " + ", ".join(missing)
                 )
-        return self
 
     def to_json(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
@@ -164,6 +147,22 @@ class RoundState(_FileModel):
             if data.get(key) is None and key not in self.model_fields_set:
                 data.pop(key, None)
         return data
+
+
+def _coerce_bool(value: Any) -> bool:
+    """``opt_note_updated``: any truthy value (a word such as "yes" for a string) counts."""
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "y", "on"}
+    return bool(value)
+
+
+def _strict_list(value: Any) -> Any:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError("evidence_sources must be a list of strings")
+    return value
+
+
+RoundState._field_before = {"opt_note_updated": _coerce_bool, "evidence_sources": _strict_list}
 
 
 # ------------------------------------------------------------------------- .helix/state.json
@@ -179,12 +178,14 @@ class StrategyState(_FileModel):
     updated_at: str
     updated_by: StrategyUpdater
 
-    @field_validator("reason")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("reason must not be empty")
-        return value
+
+def _non_empty(value: str) -> str:
+    if not value.strip():
+        raise ValueError("reason must not be empty")
+    return value
+
+
+StrategyState._field_after = {"reason": _non_empty}
 
 
 class RoundEntry(_FileModel):
@@ -221,11 +222,10 @@ class WorkflowState(_FileModel):
     run_id: str
     phase: Literal["baseline", "awaiting_round_start", "round_active"] = "baseline"
     current_round: int | None = None
-    baseline: BaselineProgress = Field(default_factory=BaselineProgress)
-    rounds: dict[str, RoundEntry] = Field(default_factory=dict)
+    baseline: BaselineProgress = filemodel.field(default_factory=BaselineProgress)
+    rounds: dict[str, RoundEntry] = filemodel.field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _consistent(self) -> WorkflowState:
+    def _validate(self) -> None:
         if self.phase == "round_active" and not isinstance(self.current_round, int):
             raise ValueError("phase is round_active but current_round is not a number")
         if self.phase != "round_active" and self.current_round is not None:
@@ -234,7 +234,6 @@ class WorkflowState(_FileModel):
             tail = entry.round_dir.rstrip("/").rsplit("opt-round-", 1)[-1]
             if tail != key:
                 raise ValueError(f"rounds[{key!r}] has round_dir {entry.round_dir!r}; the key must equal its number")
-        return self
 
     def to_json(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
@@ -312,24 +311,7 @@ class PerfRecord(_FileModel):
     backend: str | None = None
     helix_version: str | None = None
     context: MeasurementContext | None = None
-
-    @field_validator("context", mode="before")
-    @classmethod
-    def _context(cls, value: Any) -> Any:
-        """A context that does not validate is dropped, never a reason to lose the record."""
-        if value is None or isinstance(value, MeasurementContext):
-            return value
-        try:
-            return MeasurementContext.model_validate(value)
-        except (ValueError, TypeError):
-            return None
-
-    @field_validator("case_label", mode="before")
-    @classmethod
-    def _label(cls, value: Any) -> Any:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return str(value)
-        return value
+    __slots__ = ("_helix_source",)  # where it was read from (perf/artifact.py's record_source)
 
     @property
     def latency_id(self) -> str:
@@ -345,6 +327,25 @@ class PerfRecord(_FileModel):
         for key, value in (self.model_extra or {}).items():
             out[key] = value
         return out
+
+
+def _context(value: Any) -> Any:
+    """A context that does not validate is dropped, never a reason to lose the record."""
+    if value is None or isinstance(value, MeasurementContext):
+        return value
+    try:
+        return MeasurementContext.model_validate(value)
+    except ValueError:
+        return None
+
+
+def _label(value: Any) -> Any:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+PerfRecord._field_before = {"context": _context, "case_label": _label}
 
 
 def finite_positive(value: float | None) -> bool:

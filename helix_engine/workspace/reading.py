@@ -29,15 +29,13 @@ from helix_engine.workspace.files import MAX_TEXT_BYTES
 from helix_engine.workspace.json_text import parse_json
 from helix_engine.workspace.problem import Problem
 
-if TYPE_CHECKING:  # pydantic is imported where a model is validated: the reader itself needs none
-    from pydantic import BaseModel, ValidationError
-
+if TYPE_CHECKING:
     from helix_engine.workspace.models import PerfRecord
 
 #: JSON state files are a few hundred bytes; anything over this is not a state file.
 MAX_JSON_BYTES = 1024 * 1024
 
-M = TypeVar("M", bound="BaseModel")
+M = TypeVar("M")
 
 #: Read-only, never block (a FIFO opens at once), never become our controlling terminal.
 _FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
@@ -413,8 +411,9 @@ def read_json_object(path: Path, workspace: Path | None, *, what: str, fix: str,
     return data, []
 
 
-def describe_validation(exc: ValidationError, limit: int = 3) -> str:
-    """The first few field errors of a pydantic error, as one readable clause."""
+def describe_validation(exc: Any, limit: int = 3) -> str:
+    """The first few field errors of a validation error (filemodel's or pydantic's: both list
+    ``errors()`` with loc, msg and type), as one readable clause."""
     parts: list[str] = []
     for err in exc.errors()[:limit]:
         loc = ".".join(str(p) for p in err.get("loc", ()))
@@ -433,18 +432,19 @@ def describe_validation(exc: ValidationError, limit: int = 3) -> str:
 
 def load_model(path: Path, workspace: Path, model: type[M], *, what: str,
                fix: str) -> tuple[M | None, dict[str, Any] | None, list[Problem]]:
-    """Read ``path`` and validate it as ``model``: (model or None, raw dict or None, problems)."""
-    from pydantic import ValidationError
-
+    """Read ``path`` and validate it as ``model`` (a filemodel or pydantic model class): (model or
+    None, raw dict or None, problems)."""
     data, problems = read_json_object(path, workspace, what=what, fix=fix)
     if data is None:
         return None, None, problems
     try:
-        return model.model_validate(data), data, []
-    except ValidationError as exc:
-        message = f"is not a valid {what} ({describe_validation(exc)}); {fix}"
-        return None, data, [Problem(shown(path, workspace), message)]
-    except (ValueError, TypeError, RecursionError) as exc:  # odd nested values
+        return model.model_validate(data), data, []  # type: ignore[attr-defined]  # either kind of model
+    except ValueError as exc:
+        if callable(getattr(exc, "errors", None)):  # a validation error (both kinds are ValueErrors)
+            message = f"is not a valid {what} ({describe_validation(exc)}); {fix}"
+            return None, data, [Problem(shown(path, workspace), message)]
+        return None, data, [Problem(shown(path, workspace), f"is not a valid {what} ({exc}); {fix}")]
+    except (TypeError, RecursionError) as exc:  # odd nested values
         return None, data, [Problem(shown(path, workspace), f"is not a valid {what} ({exc}); {fix}")]
 
 

@@ -311,14 +311,12 @@ def _remembered(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCa
     text = cache.read(n, [state_id, stem])
     if text is None:
         return None
-    from pydantic import ValidationError
-
     try:
         data = json.loads(text)
         if not isinstance(data, dict):
             return None
         state = RoundState.model_validate(data)
-    except (ValidationError, ValueError, TypeError, RecursionError):
+    except (ValueError, TypeError, RecursionError):  # filemodel.ValidationError is a ValueError
         return None
     return _built(root, n, rdir, stem, state, state_id, cache, cache.shared)
 
