@@ -7,6 +7,8 @@ summaries): each names the modules its entries depend on and a tag with its form
 from __future__ import annotations
 
 import hashlib
+import os
+import sys
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -37,3 +39,25 @@ def all_modules() -> tuple[str, ...]:
     """Every helix_engine module, as `modules_digest` names them."""
     root = Path(__file__).resolve().parent
     return tuple(sorted(str(p.relative_to(root)) for p in root.rglob("*.py")))
+
+
+_package: str | None = None
+
+
+def package_identity() -> str:
+    """helix_engine's modules (name, size, mtime) and the Python version, once per process: what
+    the sealed caches and the stored status output are stamped with (no module's bytes read: a
+    dozen stats per folder instead of reading ~200 files)."""
+    global _package
+    if _package is None:
+        package = Path(__file__).resolve().parent
+        parts = [sys.version]
+        for folder, dirs, files in os.walk(package):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(folder, name))
+                    parts.append(f"{os.path.relpath(os.path.join(folder, name), package)}\0{st.st_size}"
+                                 f"\0{st.st_mtime_ns}")
+        _package = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+    return _package

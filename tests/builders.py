@@ -564,12 +564,12 @@ def generate_large_workspace(root: Path, *, rounds: int = 200, cases: int = 20, 
     return build_workspace(Path(root), name=name, baseline=baseline_cases, rounds=specs)
 
 
-ROUND_CACHE = Path(".helix") / "cache" / "rounds.json"
+ROUND_CACHE = Path(".helix") / "cache" / "rounds.sealed"
 
 
 def uncached_load(ws: Path, monkeypatch: Any, target: Any, name: str, value: Any, read: Any) -> Any:
     """``read`` of a fresh load of ``ws`` with ``target.name`` patched to ``value`` (a path of the
-    rule turned off, to compare with), no .helix/cache/rounds.json before or after it, and no record
+    rule turned off, to compare with), no .helix/cache/rounds.sealed before or after it, and no record
     list kept in memory: every judgement made again the other way."""
     from helix_engine.workspace import records
     from helix_engine.workspace.snapshot import load_workspace

@@ -8,7 +8,9 @@ no file's outcome depends on which files ran before it on the same worker.
 from __future__ import annotations
 
 import gc
+import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +26,21 @@ if str(ROOT) not in sys.path:
 # found examples are not kept in .hypothesis/ of the checkout: every run starts from the same state
 settings.register_profile("helix", database=None)
 settings.load_profile("helix")
+
+# the sealed caches' key (workspace/sealed.py) lives in this run's own folder, not the user's
+# ~/.cache: the commands the tests start as processes inherit it, so they share the run's key
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="helix-test-cache-")
+
+
+@pytest.fixture(autouse=True)
+def _files_settle_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The round cache keeps no entry of a file changed in the last 3 s (a same-size rewrite in one
+    timestamp tick would look unchanged); a test writes a workspace and loads it within
+    milliseconds, so in-process loads trust every file at once (test_sealed_cache.py checks the
+    guard itself)."""
+    from helix_engine.workspace import round_cache
+
+    monkeypatch.setattr(round_cache, "RECENT_NS", 0)
 
 
 @pytest.fixture(autouse=True)

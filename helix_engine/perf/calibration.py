@@ -45,8 +45,6 @@ METHOD = ("noise floor = the larger of (a) a 99% prediction bound for a later A/
 
 
 class CaseNoise(FileModel):
-    __slots__ = ()
-
     latency_id: str
     noise_floor: float  # fraction
     margin: float  # max(1%, noise_floor): what verdicts use
@@ -61,8 +59,6 @@ class CaseNoise(FileModel):
 
 class Calibration(FileModel):
     """``.helix/calibration.json`` (schema_version 1)."""
-
-    __slots__ = ()
 
     schema_version: Literal[1] = 1
     created_at: str

@@ -81,7 +81,7 @@ class Paired:
 class CaseValues:
     """A perf file's records as the status rule pairs them, compact (issue 12): latency ids in
     sorted order, each case's kernel and total-op averages (None when absent) and the file's one
-    bench mode. Kept per round in memory and in ``.helix/cache/rounds.json``, so a round's point
+    bench mode. Kept per round in memory and in ``.helix/cache/rounds.sealed``, so a round's point
     comparison with a new best reads no record (``compare_values``). Only records the rule does
     not refuse on their own have them (status_pairing.case_values: no repeated id, no failed case,
     one bench mode, finite values); the others are compared from their records."""

@@ -8,10 +8,11 @@ the bootstrap's constants and the code that computes it, so a later run reads it
 
 The key is a sha256 of all of those (the code as the bytes of the modules that compute the
 number), so an entry is only ever used for the exact inputs that produced it, and a change of
-any of them simply misses. The file is derived data: it is read through the safe reader, an
-entry that is not a valid judged geomean is ignored (and computed again), an unreadable file
-counts as empty, and it is written atomically, only into a .helix/ folder that already exists
-as a real folder of the workspace (an upstream workspace gets no new folder from `helix status`).
+any of them simply misses. The file is derived data, sealed under this user's key
+(workspace/sealed.py): one that does not verify counts as empty, so a crafted verdict never
+reaches the promotion rule; an entry that is not a valid judged geomean is ignored (and computed
+again); it is written atomically, only into a .helix/ folder that already exists as a real folder
+of the workspace (an upstream workspace gets no new folder from `helix status`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import threading
 from array import array
 from collections.abc import Sequence
@@ -28,11 +28,11 @@ from typing import Any
 
 from helix_engine.code_identity import modules_digest
 from helix_engine.perf.results import Interval, SpeedupEstimate
-from helix_engine.workspace import layout
+from helix_engine.workspace import sealed
 from helix_engine.workspace.models import PerfRecord
 
-CACHE_FILE = "intervals.json"
-VERSION = 1
+CACHE_FILE = "intervals.sealed"
+VERSION = 2  # 2: sealed (workspace/sealed.py)
 #: Entries kept in the file beyond those the last run used (other metrics, older margins).
 MAX_ENTRIES = 20000
 #: The modules whose code decides the judged geomean (pairing, core, bootstrap, promotion).
@@ -157,25 +157,12 @@ class IntervalCache:
 
 
 def _read(workspace: Path) -> dict[str, Any]:
-    path = workspace / layout.HELIX_DIR / layout.CACHE_DIR / CACHE_FILE
-    if not os.path.lexists(path):
-        return {}
-    from helix_engine.workspace.reading import read_text_safe
-
-    text, problem = read_text_safe(path, workspace)
-    if problem is not None or not text:
-        return {}
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return {}
+    data = sealed.read(workspace, CACHE_FILE)
     entries = data.get("entries") if isinstance(data, dict) and data.get("version") == VERSION else None
     return dict(entries) if isinstance(entries, dict) else {}
 
 
 def _write(workspace: Path, data: dict[str, Any]) -> None:
-    """Into .helix/cache/ of the workspace, as every cache file is written (round_cache.write_cache_text:
+    """Into .helix/cache/ of the workspace, sealed as every cache file is (workspace/sealed.py:
     atomic, only through real folders inside the workspace, no fsync: a lost write is a miss)."""
-    from helix_engine.workspace.round_cache import write_cache_text
-
-    write_cache_text(workspace, CACHE_FILE, json.dumps(data, separators=(",", ":")) + "\n")
+    sealed.write(workspace, CACHE_FILE, data)

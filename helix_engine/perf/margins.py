@@ -31,8 +31,6 @@ class NoiseMargins(FileModel):
     """Per-case margins (fractions, e.g. 0.023 = 2.3%) and where they came from."""
 
     _allow_extra = False
-    __slots__ = ()
-
     default: float = DEFAULT_MARGIN
     per_case: dict[str, float] = field(default_factory=dict)  # canonical latency id → margin (ratio of means)
     per_case_median: dict[str, float] = field(default_factory=dict)  # … of the ratio of medians

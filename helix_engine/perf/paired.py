@@ -58,7 +58,7 @@ def block_order(block: int, per_side: int = 2) -> tuple[Side, ...]:
 
 
 class _Model(FileModel):
-    __slots__ = ()
+    """The sidecar's parts: unknown keys kept, as every workspace file's."""
 
 
 class PairedSlot(_Model):

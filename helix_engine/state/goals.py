@@ -32,8 +32,6 @@ FIX = "run `helix goals --target-speedup X --max-rounds N` to rewrite it, or `he
 class Goals(FileModel):
     """``.helix/goals.json``. A field left None sets no condition."""
 
-    __slots__ = ()
-
     schema_version: int = 1
     target_speedup: float | None = None
     max_rounds: int | None = None

@@ -451,21 +451,6 @@ class FileModel(metaclass=_ModelMeta):
         setter(new, "_set", self.model_fields_set | frozenset(update or ()))
         return new
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._names() or name in getattr(type(self), "__slots__", ()):
-            object.__setattr__(self, name, value)
-        elif self._allow_extra and not name.startswith("_"):
-            self.model_extra[name] = value
-        else:
-            raise AttributeError(f"{type(self).__name__} has no field {name!r}")
-
-    def __getattr__(self, name: str) -> Any:  # an unknown key read as an attribute, as pydantic's extras
-        if not name.startswith("_"):
-            extra = object.__getattribute__(self, "_extra")
-            if name in extra:
-                return extra[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def _fields(self) -> Iterator[tuple[str, Any]]:
         for name in self.field_names():
             yield name, getattr(self, name, None)
@@ -481,17 +466,6 @@ class FileModel(metaclass=_ModelMeta):
     def __repr__(self) -> str:
         shown = [f"{k}={v!r}" for k, v in self._fields()] + [f"{k}={v!r}" for k, v in self.model_extra.items()]
         return f"{type(self).__name__}({', '.join(shown)})"
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = {name: getattr(self, name, None) for name in self.field_names()}
-        return {"fields": state, "extra": self.model_extra, "set": sorted(self.model_fields_set)}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        setter = object.__setattr__
-        for name, value in state["fields"].items():
-            setter(self, name, value)
-        setter(self, "_extra", state["extra"])
-        setter(self, "_set", frozenset(state["set"]))
 
 
 def _dumped(value: Any) -> Any:

@@ -38,8 +38,6 @@ REPAIR_COMMAND = "helix repair"
 class PendingTransition(FileModel):
     """The marker of a submit-round that has started writing and not yet finished."""
 
-    __slots__ = ()
-
     command: Literal["submit-round"]
     round: int
     outcome: Literal["passed", "failed"]

@@ -50,8 +50,6 @@ BENCH_MODES: tuple[str, ...] = (
 
 
 class _FileModel(FileModel):
-    __slots__ = ()
-
     def to_json(self) -> dict[str, Any]:
         """The dict to write back: declared fields, then the unknown keys it was read with."""
         return self.model_dump(mode="json")
@@ -390,7 +388,7 @@ class RoundView:
     #: promotion rule keys its judgements by, so a same-bytes rewrite re-judges no later round
     records_digest: str | None = field(default=None, compare=False)
     #: the records as the status rule pairs them (evaluation.CaseValues, status_pairing.case_values),
-    #: or their stored form in .helix/cache/rounds.json until first asked (status_rules.view_values);
+    #: or their stored form in .helix/cache/rounds.sealed until first asked (status_rules.view_values);
     #: None: none (compared from the records)
     values: Any = field(default=None, repr=False, compare=False)
     #: the perf records while a load still needs them; None: read on demand (``perf``)

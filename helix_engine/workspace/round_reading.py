@@ -8,7 +8,6 @@ and summary.md are only stat'ed here (they can be huge); the UI reads them on de
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from dataclasses import dataclass, field
@@ -229,7 +228,7 @@ def load_round(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCac
     state = out.view.state
     if cache is not None and state_id is not None and data is not None and state is not None and not out.problems:
         if out.view.terminal and _keepable(rdir, stem, state, cache.shared):
-            cache.put_read(n, [state_id, stem], data)
+            cache.put_read(n, [state_id, stem], state)
     return out
 
 
@@ -237,7 +236,7 @@ def load_round(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCac
 # and a dozen stats (0.2 ms a round, the largest part of a 1000-round status after one file
 # changed). Its outcome is a function of round-state.json's bytes and of what the names it looks
 # at are (exists, regular file, link or not). So the cache keeps, per round, round-state.json's
-# object (as JSON text, under the file's identity), and a round whose every name on the way to
+# validated state (under the file's identity), and a round whose every name on the way to
 # the files its completeness and paths depend on exists and is no link (then a realpath is the
 # plain path, and the first candidate of resolve_declared is the one chosen) is built from it as
 # _read_round would build it: one lstat per name instead of a read, a realpath walk and stats.
@@ -308,15 +307,8 @@ def _keepable(rdir: Path, stem: str | None, state: RoundState, shared: dict[str,
 def _remembered(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCache,
                 state_id: list[int]) -> LoadedRound | None:
     """Round ``n`` as `_read_round` would read it, from the cache's memo; None on any doubt."""
-    text = cache.read(n, [state_id, stem])
-    if text is None:
-        return None
-    try:
-        data = json.loads(text)
-        if not isinstance(data, dict):
-            return None
-        state = RoundState.model_validate(data)
-    except (ValueError, TypeError, RecursionError):  # filemodel.ValidationError is a ValueError
+    state = cache.read(n, [state_id, stem])
+    if not isinstance(state, RoundState):
         return None
     return _built(root, n, rdir, stem, state, state_id, cache, cache.shared)
 
@@ -430,15 +422,24 @@ def _read_round(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCa
 # ---------------------------------------------------------------------------- workflow, verify
 
 
-def load_workflow(root: Path) -> tuple[WorkflowState | None, list[Problem]]:
+def load_workflow(root: Path, cache: RoundCache | None = None) -> tuple[WorkflowState | None, list[Problem]]:
+    """.helix/state.json, validated; with ``cache``, what reading the same file gave last time
+    (1000 rounds' entries checked again were ~8 ms of a status)."""
     path = root / layout.HELIX_DIR / layout.WORKFLOW_STATE
     linked = link_problem(path, root)
     if linked is not None:
         return None, [linked]
     if not _exists(path):
         return None, []
+    ident = file_id(path)  # before reading: a write in between makes the next load miss
+    if cache is not None and ident is not None:
+        found = cache.file(layout.WORKFLOW_STATE, ident)
+        if found is not None:
+            return found
     state, _, problems = load_model(path, root, WorkflowState, what="workflow state",
                                     fix="fix it, or delete it and run `helix submit-baseline` to rebuild it")
+    if cache is not None and ident is not None:
+        cache.put_file(layout.WORKFLOW_STATE, ident, (state, problems))
     return state, problems
 
 

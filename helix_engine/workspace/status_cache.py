@@ -5,8 +5,8 @@ Why: the JSON of one workspace is a pure function of its files, of helix's code 
 command's options, yet every run imported the models and read every round's state file again
 (0.5 s and 50 MiB at 1000 rounds with the per-round summaries, ~0.1 s of it imports). A walk of
 the workspace (one lstat an entry) tells whether anything changed: the run that computes the
-output stores it in ``.helix/cache/status.json`` under a digest of that walk, and a later run
-whose walk gives the same digest prints it without importing pydantic or reading a file.
+output stores it in ``.helix/cache/status.sealed`` under a digest of that walk, and a later run
+whose walk gives the same digest prints it without loading the workspace.
 
 The digest covers the identity (type, inode, size, mtime, ctime; folders by type and inode, their
 entries being listed) of every entry of the workspace, recursively, except ``.helix/cache/``
@@ -18,9 +18,11 @@ once it is old enough: the output depends on the clock), a file changed in the l
 ``RECENT_S`` seconds (a second write in the same timestamp tick would look unchanged), or more
 entries than the walk allows, and nothing is stored or printed from the store.
 
-The file is workspace data: read through the safe reader; a header that does not parse, another
-digest, a length that differs or a control character the JSON encoder never writes (anything but
-the newline) is a miss, and the status is computed as if there were no file.
+The file is workspace data: read through the safe reader and sealed under this user's key
+(workspace/sealed.py), so a crafted one never prints; one whose seal does not verify, a header that
+does not parse, another digest, a length that differs or a control character the JSON encoder
+never writes (anything but the newline) is a miss, and the status is computed as if there were no
+file.
 """
 
 from __future__ import annotations
@@ -30,12 +32,11 @@ import json
 import os
 import re
 import stat
-import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
 
-CACHE_NAME = "status.json"  # in .helix/cache/
+CACHE_NAME = "status.sealed"  # in .helix/cache/
 VERSION = 1
 #: Entries changed this recently are not trusted to show a later change (timestamp granularity).
 RECENT_S = 3.0
@@ -57,24 +58,11 @@ class Fingerprint(NamedTuple):  # not a dataclass: `dataclasses` (and `inspect`)
     digest: str | None
 
 
-_code_identity: str | None = None
-
-
 def _code() -> str:
-    """helix_engine's modules (name, size, mtime) and the Python version, once per process."""
-    global _code_identity
-    if _code_identity is None:
-        package = Path(__file__).resolve().parents[1]
-        parts = [f"status-cache {VERSION}", sys.version]
-        for folder, dirs, files in os.walk(package):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    st = os.stat(os.path.join(folder, name))
-                    parts.append(f"{os.path.relpath(os.path.join(folder, name), package)}\0{st.st_size}"
-                                 f"\0{st.st_mtime_ns}")
-        _code_identity = hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
-    return _code_identity
+    """helix_engine's modules and the Python version (code_identity.package_identity)."""
+    from helix_engine.code_identity import package_identity
+
+    return f"status-cache {VERSION} {package_identity()}"
 
 
 def fingerprint(path: Path, options: tuple[str, ...]) -> Fingerprint:
@@ -134,16 +122,19 @@ def _entries(entries: list[os.DirEntry[str]], rel: str, lines: list[str], recent
 
 
 def stored(found: Fingerprint) -> str | None:
-    """The output stored for ``found``'s digest, or None (no file, another digest, anything odd)."""
+    """The output stored for ``found``'s digest, or None (no file, not sealed by this user's helix,
+    another digest, anything odd)."""
     if found.digest is None:
         return None
-    path = found.workspace / ".helix" / "cache" / CACHE_NAME
-    if not os.path.lexists(path):
-        return None
-    from helix_engine.workspace.reading import read_text_safe
+    from helix_engine.workspace import sealed
 
-    text, problem = read_text_safe(path, found.workspace, max_bytes=_MAX_BYTES)
-    if problem is not None or not text:
+    data = sealed.read_bytes(found.workspace, CACHE_NAME, max_bytes=_MAX_BYTES)
+    payload = sealed.unseal_bytes(data) if data else None
+    if payload is None:
+        return None
+    try:
+        text = str(payload, "utf-8")
+    except UnicodeDecodeError:
         return None
     header, sep, body = text.partition("\n")
     try:
@@ -159,14 +150,16 @@ def stored(found: Fingerprint) -> str | None:
 
 
 def store(found: Fingerprint, text: str) -> None:
-    """Keep ``text`` (the whole output) for the next run with the same digest. Never raises: the
-    store only saves time."""
+    """Keep ``text`` (the whole output) for the next run with the same digest, sealed. Never
+    raises: the store only saves time."""
     if found.digest is None:
         return
-    from helix_engine.workspace.round_cache import write_cache_text
+    from helix_engine.workspace import sealed
 
     header = json.dumps({"version": VERSION, "digest": found.digest, "chars": len(text)})
     try:
-        write_cache_text(found.workspace, CACHE_NAME, f"{header}\n{text}")
+        data = sealed.seal_bytes(f"{header}\n{text}".encode())
+        if data is not None:
+            sealed.write_bytes(found.workspace, CACHE_NAME, data)
     except (OSError, ValueError, UnicodeError):
         pass

@@ -104,7 +104,7 @@ def shared_ids(ids: tuple[str, ...]) -> tuple[str, ...]:
 def case_values(records: list[PerfRecord]) -> CaseValues | None:
     """The records' compact values (evaluation.CaseValues) when the status rule would pair them
     (no repeated id, no failed case, one bench mode) and every average is a finite number or
-    absent (what .helix/cache/rounds.json can hold); None: the round is compared from its records."""
+    absent (what .helix/cache/rounds.sealed can hold); None: the round is compared from its records."""
     issues, values = _cached_issues(records)
     if issues.duplicates or issues.failed or issues.mixed_modes:
         return None

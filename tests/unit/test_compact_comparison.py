@@ -20,13 +20,13 @@ from helix_engine.perf import calibration, evaluation, promotion
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.results import LaterPromotion
 from helix_engine.status import operator_status, render
-from helix_engine.workspace import round_cache, status_pairing, status_rules
+from helix_engine.workspace import round_cache, sealed, status_pairing, status_rules
 from helix_engine.workspace.models import PerfRecord
 from helix_engine.workspace.snapshot import load_workspace, reload
 from tests.builders import DEFAULT_BENCH_MODE, Case, RoundSpec, build_workspace, uncached_load, write_perf
 
 BASE = {"a": 100.0, "b": 200.0, "c": 300.0, "d": 400.0}
-CACHE = Path(".helix") / "cache" / "rounds.json"
+CACHE = Path(".helix") / "cache" / round_cache.CACHE_FILE
 
 
 # ------------------------------------------------------------------------- the core, on values
@@ -326,7 +326,7 @@ def test_a_sequence_of_best_changes_ends_where_the_full_path_does(tmp_path: Path
 
 
 def _stored_values(ws: Path, n: int) -> list[Any]:
-    return json.loads((ws / CACHE).read_text())["perf"][str(n)]
+    return sealed.unseal((ws / CACHE).read_bytes())["perf"][n]
 
 
 VALUE_TAMPERS = {
@@ -345,12 +345,13 @@ VALUE_TAMPERS = {
 @pytest.mark.parametrize("tamper", VALUE_TAMPERS)
 def test_tampered_stored_values_are_a_miss(tmp_path: Path, tamper: str, monkeypatch: pytest.MonkeyPatch,
                                            compact_calls: list[tuple[Any, ...]]) -> None:
-    """Stored values that are not ours are not used: that round is judged from its records."""
+    """Stored values that are not a whole column are not used: that round is judged from its
+    records (the file is sealed as helix seals it: what values_in itself refuses)."""
     ws = _workspace(tmp_path)
     load_workspace(ws)
-    data = json.loads((ws / CACHE).read_text())
-    VALUE_TAMPERS[tamper](data["perf"]["6"])
-    (ws / CACHE).write_text(json.dumps(data))
+    data = sealed.unseal((ws / CACHE).read_bytes())
+    VALUE_TAMPERS[tamper](data["perf"][6])
+    (ws / CACHE).write_bytes(sealed.seal(data))
     snap = load_workspace(ws)
     found = status_rules.view_values(snap.rounds[6])
     if tamper == "not a list":  # the whole perf entry is a miss: the round's records are read again

@@ -25,13 +25,11 @@ from helix_engine.workspace.reading import describe_validation
 
 
 class Inner(FileModel):
-    __slots__ = ()
     n: int
     tag: str | None = None
 
 
 class Kinds(FileModel):
-    __slots__ = ()
     text: str | None = None
     flag: bool | None = None
     count: int | None = None
@@ -70,7 +68,8 @@ _WORDS = st.sampled_from(["", "1", "0", "2", "-3", "1.5", "1e3", "true", "False"
                           "t", "f", "y", "n", "passed", "failed", " 7 ", "nan", "inf", "x", "1_000", "5.0", "+5", "5.5",
                           "-0", "1e20", "0x10", "١", "\t3\n", "Infinity", "-inf", "1.", ".5"])
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.integers(-2**70, 2**70),
-                     st.floats(allow_nan=False, allow_infinity=False), st.sampled_from([0.0, 1.0, 2.0, 1.5, -0.0, 1e20, 2.0**63, -2.0**63, 9.2e18]),
+                     st.floats(allow_nan=False, allow_infinity=False),
+                     st.sampled_from([0.0, 1.0, 2.0, 1.5, -0.0, 1e20, 2.0**63, -2.0**63, 9.2e18]),
                      _WORDS, st.text(max_size=4))
 _JSON = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=3),
                                                        st.dictionaries(st.sampled_from(["n", "tag", "x"]), inner,
@@ -146,10 +145,9 @@ def test_unknown_keys_survive_the_round_trip_in_order() -> None:
     record = PerfRecord.model_validate(line)
     assert record.case_label == "7" and record.kernel_avg_time_us == 3.0
     assert list(record.to_json())[-2:] == ["zeta", "alpha"] and record.model_extra == {"zeta": [1], "alpha": {"b": None}}
-    assert record.zeta == [1]  # an unknown key reads as an attribute, as pydantic's extras did
     assert record.model_fields_set == {"case_label", "kernel_avg_time_us", "zeta", "alpha"}
     copy = record.model_copy(update={"kernel_avg_time_us": 4.0})
-    assert copy.kernel_avg_time_us == 4.0 and record.kernel_avg_time_us == 3.0 and copy.zeta == [1]
+    assert copy.kernel_avg_time_us == 4.0 and record.kernel_avg_time_us == 3.0 and copy.model_extra["zeta"] == [1]
     assert pickle.loads(pickle.dumps(record)) == record
     assert json.loads(record.model_dump_json())["zeta"] == [1]
 
@@ -166,7 +164,6 @@ def test_a_model_that_forbids_unknown_keys_refuses_them() -> None:
 
 def test_a_class_compiles_its_checks_when_it_first_validates() -> None:
     class Late(FileModel):
-        __slots__ = ()
         a: int
         b: list[str] = filemodel.field(default_factory=list)
 

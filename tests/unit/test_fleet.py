@@ -98,7 +98,7 @@ def test_reading_a_workspace_is_no_change(tmp_path: Path) -> None:
     for path in [ws, *ws.rglob("*")]:
         os.utime(path, (old, old), follow_symlinks=False)
     (ws / ".helix" / "cache").mkdir()
-    (ws / ".helix" / "cache" / "rounds.json").write_text("{}")
+    (ws / ".helix" / "cache" / "rounds.sealed").write_text("{}")
     assert last_change(ws) == pytest.approx(old)
     (ws / ".helix" / "state.json").write_text("{}")  # a real change inside .helix/ still counts
     assert last_change(ws) > old + 1000

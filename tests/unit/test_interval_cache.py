@@ -5,20 +5,21 @@ the workspace, and a change of any input (records, margins) are recomputed, neve
 
 from __future__ import annotations
 
-import json
 import os
+import pickle
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from helix_engine.perf import evaluation, interval_cache, stats
+from helix_engine.workspace import round_cache, sealed
 from helix_engine.workspace.snapshot import load_workspace
 from tests.builders import write_perf
 from tests.unit.test_incremental_evaluation import _cases, _derived, _workspace
 
-CACHE = Path(".helix") / "cache" / "intervals.json"
-ROUNDS = Path(".helix") / "cache" / "rounds.json"
+CACHE = Path(".helix") / "cache" / interval_cache.CACHE_FILE
+ROUNDS = Path(".helix") / "cache" / round_cache.CACHE_FILE
 
 
 @pytest.fixture()
@@ -37,7 +38,7 @@ def bootstraps(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 def _cold_load(ws: Path) -> Any:
     """A load as a fresh process does it: no distribution or sample set remembered in memory, and
-    no round summary kept (.helix/cache/rounds.json holds the judged geomeans too; these tests are
+    no round summary kept (.helix/cache/rounds.sealed holds the judged geomeans too; these tests are
     about the interval cache alone)."""
     for cached in (stats._side_distribution, stats._checked, stats._seed_of, stats._statistic_of,
                    evaluation._resolvable):
@@ -50,7 +51,7 @@ def test_a_second_load_bootstraps_nothing_and_derives_the_same(tmp_path: Path, b
     ws = _workspace(tmp_path)
     first = _derived(_cold_load(ws))
     assert bootstraps and (ws / CACHE).is_file()
-    entries = json.loads((ws / CACHE).read_text())["entries"]
+    entries = sealed.unseal((ws / CACHE).read_bytes())["entries"]
     assert entries and all(len(v) == 6 for v in entries.values())
     bootstraps.clear()
     assert _derived(_cold_load(ws)) == first
@@ -71,23 +72,34 @@ def test_a_changed_input_is_bootstrapped_again(tmp_path: Path, bootstraps: list[
     assert _derived(snap) == _derived(_cold_load(ws))  # the same as computed from scratch
 
 
-@pytest.mark.parametrize("tamper", ["not json", "wrong version", "not a list", "point outside", "nan",
-                                    "unknown verdict", "a folder", "a link out"])
+@pytest.mark.parametrize("tamper", ["a byte changed", "unsealed", "another key", "wrong version", "not a list",
+                                    "point outside", "nan", "unknown verdict", "a folder", "a link out"])
 def test_a_cache_that_is_not_ours_is_ignored(tmp_path: Path, bootstraps: list[int], tamper: str) -> None:
+    """A file this user's helix did not seal is never read (a crafted verdict would gate a
+    promotion); one it sealed whose entries are not judged geomeans (what `_valid` refuses) is not
+    used either."""
     ws = _workspace(tmp_path)
     expected = _derived(_cold_load(ws))
     path = ws / CACHE
-    data = json.loads(path.read_text())
-    outside = tmp_path / "elsewhere.json"
-    if tamper == "not json":
-        path.write_text("{not json")
+    data = sealed.unseal(path.read_bytes())
+    outside = tmp_path / "elsewhere.sealed"
+    if tamper == "a byte changed":
+        path.write_bytes(path.read_bytes()[:-1] + b"X")
+    elif tamper == "unsealed":
+        path.write_bytes(pickle.dumps(data))
+    elif tamper == "another key":
+        sealed._key = b"k" * sealed.KEY_BYTES  # noqa: SLF001
+        try:
+            path.write_bytes(sealed.seal(data))
+        finally:
+            sealed.forget_key()
     elif tamper == "wrong version":
-        path.write_text(json.dumps({**data, "version": 99}))
+        path.write_bytes(sealed.seal({**data, "version": 99}))
     elif tamper == "a folder":
         path.unlink()
         path.mkdir()
     elif tamper == "a link out":
-        outside.write_text(path.read_text())
+        outside.write_bytes(path.read_bytes())
         path.unlink()
         path.symlink_to(outside)
     else:
@@ -100,12 +112,12 @@ def test_a_cache_that_is_not_ours_is_ignored(tmp_path: Path, bootstraps: list[in
                 value[1] = float("nan")
             else:
                 value[4] = "much faster"
-        path.write_text(json.dumps(data))
+        path.write_bytes(sealed.seal(data))
     bootstraps.clear()
     assert _derived(_cold_load(ws)) == expected
     assert bootstraps  # computed again, not read
     if tamper == "a link out":
-        assert path.is_symlink() and json.loads(outside.read_text()) == data  # never written through
+        assert path.is_symlink() and sealed.unseal(outside.read_bytes()) == data  # never written through
 
 
 def test_no_cache_folder_is_made_without_a_helix_folder(tmp_path: Path, bootstraps: list[int]) -> None:

@@ -1,12 +1,14 @@
-"""Per-round summaries in .helix/cache/rounds.json (issue 12): a second `helix status` reads no
-round's perf file and prints the same bytes; an entry that is not ours is judged again, never
-trusted; a paired sidecar or the baseline operator it pairs against, changed, is seen by a reload
-and by a full load (the memo used to key a round by its records only)."""
+"""Per-round summaries in .helix/cache/rounds.sealed (issue 12): a second `helix status` reads no
+round's perf file and prints the same bytes; a file not sealed by this user's helix is judged
+again, never trusted (and never unpickled); a paired sidecar or the baseline operator it pairs
+against, changed, is seen by a reload and by a full load (the memo used to key a round by its
+records only)."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 from pathlib import Path
 from typing import Any
@@ -15,12 +17,12 @@ import pytest
 
 from helix_engine.perf import evaluation, paired
 from helix_engine.status import collect, render
-from helix_engine.workspace import reading, records, round_cache, status_rules
+from helix_engine.workspace import reading, records, round_cache, sealed, status_rules
 from helix_engine.workspace.models import PerfRecord
 from helix_engine.workspace.snapshot import load_workspace, reload
 from tests.builders import Case, RoundSpec, build_workspace, generate_large_workspace
 
-CACHE = Path(".helix") / "cache" / "rounds.json"
+CACHE = Path(".helix") / "cache" / round_cache.CACHE_FILE
 
 
 def _case(value: float, seed: int) -> Case:
@@ -97,66 +99,80 @@ def test_a_same_bytes_rewrite_of_the_best_round_judges_no_later_round_again(
     assert after.promotion.rounds[3] == fresh.promotion.rounds[3] != snap.promotion.rounds[3]
 
 
-def _entry(data: dict[str, Any], n: int) -> dict[str, Any]:
-    return data["rounds"][str(n)][1]
+def _opened(path: Path) -> Any:
+    return sealed.unseal(path.read_bytes())
+
+
+def _resealed(path: Path, data: Any) -> None:
+    """``data`` sealed as this user's helix seals (what only helix itself can write)."""
+    path.write_bytes(sealed.seal(data))
+
+
+class _Runs:
+    """A pickle that creates a file when unpickled: a crafted cache must never get that far."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (Path.touch, (self.marker,))
+
+
+def _with_other_key(fn: Any) -> Any:
+    sealed.forget_key()
+    sealed._key = b"k" * sealed.KEY_BYTES  # noqa: SLF001 - another user's key
+    try:
+        return fn()
+    finally:
+        sealed.forget_key()
 
 
 TAMPERS = {
-    "not json": lambda path, data: path.write_text("{not json"),
-    "wrong version": lambda path, data: path.write_text(json.dumps({**data, "version": 99})),
-    "rank not numbers": lambda path, data: (_entry(data, 3).update(rank=["x", 1.0]), _dump(path, data)),
-    "nan geomean": lambda path, data: (_entry(data, 3)["result"][3]["geomean"].update(point=float("nan")),
-                                       _dump(path, data)),
-    "number past a float's range": lambda path, data: (
-        _entry(data, 3)["result"][3]["geomean"].update(point=10 ** 400), _dump(path, data)),
-    "interval misses its point": lambda path, data: (
-        _entry(data, 3)["judged"]["baseline"][0].update(point=100.0), _dump(path, data)),
-    "unknown field": lambda path, data: (_entry(data, 3)["result"][3].update(speedup_x=3), _dump(path, data)),
-    "problem not a problem": lambda path, data: (data["perf"]["2"][1].append([1, 2]), _dump(path, data)),
-    "key of another file": lambda path, data: (data["rounds"]["3"][0][2].__setitem__(2, [1, 2, 3, 4]),
-                                               _dump(path, data)),
-    "read state invalid": lambda path, data: (
-        data["reads"]["3"].__setitem__(1, data["reads"]["3"][1].replace('"passed"', "5", 1)), _dump(path, data)),
-    "read state not an object": lambda path, data: (data["reads"]["3"].__setitem__(1, "[1]"), _dump(path, data)),
-    "read state not json": lambda path, data: (data["reads"]["3"].__setitem__(1, "{"), _dump(path, data)),
-    "read state not text": lambda path, data: (data["reads"]["3"].__setitem__(1, {"round": "opt-round-3"}),
-                                               _dump(path, data)),
-    "read of another state file": lambda path, data: (data["reads"]["3"][0][0].__setitem__(1, 1), _dump(path, data)),
-    "records digest not a digest": lambda path, data: (data["perf"]["2"].__setitem__(2, "x" * 64), _dump(path, data)),
-    "records digest missing": lambda path, data: (data["perf"]["2"].pop(), _dump(path, data)),
+    "a byte changed": lambda path, data, marker: path.write_bytes(path.read_bytes()[:-9] + b"X" + path.read_bytes()[-8:]),
+    "not sealed": lambda path, data, marker: path.write_bytes(pickle.dumps(data)),
+    "another user's key": lambda path, data, marker: path.write_bytes(_with_other_key(lambda: sealed.seal(data))),
+    "other code": lambda path, data, marker: path.write_bytes(sealed.seal_bytes(pickle.dumps(data), "other code")),
+    "code in a pickle": lambda path, data, marker: path.write_bytes(
+        sealed.MAGIC + b"\0" * 32 + pickle.dumps({**data, "rounds": _Runs(marker)})),
+    "code, another key": lambda path, data, marker: path.write_bytes(
+        _with_other_key(lambda: sealed.seal({**data, "rounds": _Runs(marker)}))),
+    "wrong version": lambda path, data, marker: _resealed(path, {**data, "version": 99}),
+    "key of another file": lambda path, data, marker: (data["rounds"][3][0][2].__setitem__(2, [1, 2, 3, 4]),
+                                                       _resealed(path, data)),
+    "read of another state file": lambda path, data, marker: (data["reads"][3][0][0].__setitem__(1, 1),
+                                                              _resealed(path, data)),
 }
 
 
-def _dump(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data))
-
-
 @pytest.mark.parametrize("tamper", [*TAMPERS, "a folder", "a link out"])
-def test_a_tampered_cache_is_ignored(tmp_path: Path, tamper: str) -> None:
+def test_a_cache_this_user_did_not_seal_is_never_trusted(tmp_path: Path, tamper: str) -> None:
     ws = _workspace(tmp_path / "ws")
     expected = _uncached(ws)
     _status_json(ws)  # writes the cache
     path = ws / CACHE
-    data = json.loads(path.read_text())
+    data = _opened(path)
+    assert data["version"] == round_cache.VERSION and 3 in data["rounds"] and 3 in data["reads"]
+    marker = tmp_path / "ran"
     if tamper == "a folder":
         path.unlink()
         path.mkdir()
     elif tamper == "a link out":
-        outside = tmp_path / "elsewhere.json"
-        outside.write_text(path.read_text())
+        outside = tmp_path / "elsewhere.sealed"
+        outside.write_bytes(path.read_bytes())
         path.unlink()
         path.symlink_to(outside)
     else:
-        TAMPERS[tamper](path, data)
+        TAMPERS[tamper](path, data, marker)
     records.forget()
     assert _status_json(ws) == expected
-    if tamper not in ("a folder", "a link out"):  # written again, valid: the next run reads it
-        assert json.loads(path.read_text())["version"] == round_cache.VERSION
+    assert not marker.exists()  # nothing in a file that does not verify is ever unpickled
+    if tamper not in ("a folder", "a link out"):  # written again, sealed: the next run reads it
+        assert _opened(path)["version"] == round_cache.VERSION
 
 
 def test_a_non_finite_time_in_a_perf_file_still_lets_the_cache_be_kept(tmp_path: Path) -> None:
-    """A case stopped by an infinite time keeps that time in its problem; the cache is strict JSON,
-    and before it could write none of it (every load judged every round again)."""
+    """A case stopped by an infinite time keeps that time in its problem; when the cache was strict
+    JSON it could write none of it (every load judged every round again)."""
     ws = _workspace(tmp_path / "ws")
     perf = ws / "opt-round-2" / "opt_add_perf.txt"
     lines = perf.read_text().splitlines()
@@ -165,8 +181,8 @@ def test_a_non_finite_time_in_a_perf_file_still_lets_the_cache_be_kept(tmp_path:
     perf.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     expected = _uncached(ws)
     assert _status_json(ws) == expected
-    kept = json.loads((ws / CACHE).read_text())
-    assert "2" in kept["rounds"]
+    kept = _opened(ws / CACHE)
+    assert 2 in kept["rounds"]
     records.forget()
     assert _status_json(ws) == expected  # and read back as it was computed
 
@@ -251,7 +267,7 @@ def test_a_sidecar_and_the_baseline_operator_it_pairs_against_are_watched(tmp_pa
     snap = load_workspace(ws)
     found = _paired(snap, 3)
     assert found is not None and found.interval is not None  # judged on the paired blocks
-    assert _paired(load_workspace(ws), 3) == found  # from .helix/cache/rounds.json
+    assert _paired(load_workspace(ws), 3) == found  # from .helix/cache/rounds.sealed
 
     op = ws / "baseline" / "add.py"
     original = op.read_text()
@@ -279,27 +295,26 @@ DELTA = CACHE.parent / round_cache.DELTA_FILE
 def _delta_tampers(ws: Path) -> dict[str, Any]:
     def edit(fn: Any) -> Any:
         def apply(path: Path) -> None:
-            data = json.loads(path.read_text())
+            data = _opened(path)
             fn(data)
-            path.write_text(json.dumps(data))
+            _resealed(path, data)
         return apply
 
     return {
-        "not json": lambda path: path.write_text("{not json"),
+        "a byte changed": lambda path: path.write_bytes(path.read_bytes()[:-1] + b"X"),
+        "another user's key": lambda path: path.write_bytes(_with_other_key(lambda: sealed.seal(_opened(path)))),
         "another base": edit(lambda d: d.update(base=[1, 2, 3, 4])),
         "another context": edit(lambda d: d["context"].__setitem__(0, "x")),
-        "summary not a summary": edit(lambda d: d["rounds"]["3"].__setitem__(1, {"skipped": 5})),
-        "perf problems not problems": edit(lambda d: d["perf"]["3"].__setitem__(1, [[1]])),
-        "a link out": lambda path: (path.unlink(), path.symlink_to(ws.parent / "elsewhere.json")),
+        "a link out": lambda path: (path.unlink(), path.symlink_to(ws.parent / "elsewhere.sealed")),
     }
 
 
-@pytest.mark.parametrize("tamper", ["not json", "another base", "another context", "summary not a summary",
-                                    "perf problems not problems", "a link out"])
+@pytest.mark.parametrize("tamper", ["a byte changed", "another user's key", "another base", "another context",
+                                    "a link out"])
 def test_one_changed_round_is_saved_as_a_delta_and_a_tampered_delta_is_ignored(
         tmp_path: Path, perf_reads: list[Path], tamper: str) -> None:
     ws = _workspace(tmp_path / "ws")
-    _status_json(ws)  # rounds.json, whole
+    _status_json(ws)  # rounds.sealed, whole
     perf = ws / "opt-round-3" / "opt_add_perf.txt"
     text = perf.read_text()
     perf.write_text(text.replace("7.00663", "7.00664", 1))  # one sample changed: round 3 judged again
@@ -308,19 +323,19 @@ def test_one_changed_round_is_saved_as_a_delta_and_a_tampered_delta_is_ignored(
     records.forget()
     changed = _status_json(ws)
     assert (ws / CACHE).read_bytes() == base  # not rewritten: the delta holds round 3
-    entries = json.loads((ws / DELTA).read_text())
-    assert sorted(entries["rounds"]) == ["3"] and sorted(entries["perf"]) == ["3"]
+    entries = _opened(ws / DELTA)
+    assert sorted(entries["rounds"]) == [3] and sorted(entries["perf"]) == [3]
     perf_reads.clear()
     records.forget()
     assert _status_json(ws) == changed
     assert perf_reads == [ws / "baseline" / "add_perf.txt"]  # round 3's summary came from the delta
-    (ws.parent / "elsewhere.json").write_text((ws / DELTA).read_text())
+    (ws.parent / "elsewhere.sealed").write_bytes((ws / DELTA).read_bytes())
     _delta_tampers(ws)[tamper](ws / DELTA)
     records.forget()
     assert _status_json(ws) == changed == _uncached(ws)
 
 
-def test_a_delta_past_its_limit_rewrites_rounds_json_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_delta_past_its_limit_rewrites_the_cache_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ws = _workspace(tmp_path / "ws")
     _status_json(ws)
     perf = ws / "opt-round-3" / "opt_add_perf.txt"
@@ -330,7 +345,7 @@ def test_a_delta_past_its_limit_rewrites_rounds_json_whole(tmp_path: Path, monke
     assert (ws / DELTA).is_file()
     # a same-bytes rewrite keeps the round's summary (judged by content): round 3's perf entry
     # fits, one more round's does not
-    assert sum(len(json.loads((ws / DELTA).read_text())[part]) for part in ("perf", "reads", "rounds")) == 1
+    assert sum(len(_opened(ws / DELTA)[part]) for part in ("perf", "reads", "files", "rounds")) == 1
     monkeypatch.setattr(round_cache, "DELTA_MAX", 1)
     perf = ws / "opt-round-2" / "opt_add_perf.txt"
     perf.write_bytes(perf.read_bytes())
@@ -341,7 +356,7 @@ def test_a_delta_past_its_limit_rewrites_rounds_json_whole(tmp_path: Path, monke
     assert _status_json(ws) == changed == _uncached(ws)
 
 
-# ------------------------------------------------- compact values as rounds.json stores them
+# ------------------------------------------------- compact values as the round cache stores them
 
 from hypothesis import given  # noqa: E402 - the property tests below only
 from hypothesis import strategies as st  # noqa: E402
@@ -383,7 +398,7 @@ def test_rounds_read_from_the_cache_share_one_copy_of_their_ids_and_bench_mode(t
     interned: one string for all the rounds that have the same cases (a regression of version 7
     kept one per round)."""
     ws = generate_large_workspace(tmp_path, rounds=12, cases=5)
-    load_workspace(ws)  # writes rounds.json
+    load_workspace(ws)  # writes rounds.sealed
     stored = [view.values for view in load_workspace(ws).rounds.values() if isinstance(view.values, list)]
     assert len(stored) >= 6
     assert len({id(v[1]) for v in stored}) == 1 and len({id(v[0]) for v in stored}) == 1

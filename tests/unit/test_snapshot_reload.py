@@ -231,7 +231,7 @@ def test_reload_when_a_round_becomes_malformed_and_recovers(tmp_path: Path) -> N
 
 def test_reload_with_the_workspace_itself_reads_everything(tmp_path: Path, perf_reads: list[Path]) -> None:
     """A full load: the baseline, and each round's perf file unless the round cache holds a
-    summary made from the file as it is (.helix/cache/rounds.json), so only the changed one."""
+    summary made from the file as it is (.helix/cache/rounds.sealed), so only the changed one."""
     ws = _ws(tmp_path)
     snap = load_workspace(ws)
     write_perf(ws / "opt-round-1" / "opt_add_perf.txt", {"a": 1.0, "b": 1.0})

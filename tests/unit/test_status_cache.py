@@ -1,7 +1,8 @@
-"""The stored `helix status --json` output (.helix/cache/status.json, issue 12): a run on an
+"""The stored `helix status --json` output (.helix/cache/status.sealed, issue 12): a run on an
 unchanged workspace prints the bytes the computing run printed without loading the workspace;
-any change to the workspace, a stored file that is not ours, a link, a temp file or a file
-written in the last seconds means the status is computed (and then prints what it always did)."""
+any change to the workspace, a stored file this user's helix did not seal (even one with the right
+digest), a link, a temp file or a file written in the last seconds means the status is computed
+(and then prints what it always did)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helix_engine import cli
-from helix_engine.workspace import status_cache
+from helix_engine.workspace import sealed, status_cache
 from tests.builders import RoundSpec, build_workspace, write_perf, write_round
 
 STORED = Path(".helix") / "cache" / status_cache.CACHE_NAME
@@ -77,30 +78,50 @@ def test_any_change_is_computed(ws: Path, capsys: pytest.CaptureFixture[str], ch
         assert json.loads(out)["operators"][0]["best_round"] == ("round-1" if change == "perf" else "round-3")
 
 
-@pytest.mark.parametrize("tamper", ["digest", "control", "length", "link", "not_json"])
+def _sealed(text: str, *, key: bytes | None = None) -> bytes:
+    """``text`` sealed as helix seals the stored output (under another user's ``key`` when given)."""
+    if key is not None:
+        sealed._key = key  # noqa: SLF001
+    try:
+        data = sealed.seal_bytes(text.encode())
+    finally:
+        sealed.forget_key()
+    assert data is not None
+    return data
+
+
+@pytest.mark.parametrize("tamper", ["digest", "control", "length", "link", "not_json", "unsealed", "another_key"])
 def test_a_stored_file_that_is_not_ours_is_a_miss(ws: Path, capsys: pytest.CaptureFixture[str],
                                                    monkeypatch: pytest.MonkeyPatch, tamper: str) -> None:
     first = _computed(capsys, ws, "--json")
     path = ws / STORED
-    header, body = path.read_text(encoding="utf-8").split("\n", 1)
+    payload = sealed.unseal_bytes(path.read_bytes())
+    assert payload is not None
+    header, body = str(payload, "utf-8").split("\n", 1)
     meta = json.loads(header)
     forged = body.replace('"round-2"', '"round-9"')
     if tamper == "digest":
         meta["digest"] = "0" * 64
-        path.write_text(json.dumps(meta) + "\n" + forged, encoding="utf-8")
+        path.write_bytes(_sealed(json.dumps(meta) + "\n" + forged))
     elif tamper == "control":
         forged = forged.replace('"round-9"', '"\x1b[2Jround-9"')
         meta["chars"] = len(forged)
-        path.write_text(json.dumps(meta) + "\n" + forged, encoding="utf-8")
+        path.write_bytes(_sealed(json.dumps(meta) + "\n" + forged))
     elif tamper == "length":
-        path.write_text(header + "\n" + forged.replace('"round-9"', '"round-99"'), encoding="utf-8")
+        path.write_bytes(_sealed(header + "\n" + forged.replace('"round-9"', '"round-99"')))
     elif tamper == "link":
-        outside = ws.parent / "elsewhere.json"
-        outside.write_text(json.dumps(meta) + "\n" + forged, encoding="utf-8")
+        outside = ws.parent / "elsewhere.sealed"
+        outside.write_bytes(_sealed(json.dumps(meta) + "\n" + forged))
         path.unlink()
         path.symlink_to(outside)
+    elif tamper == "unsealed":  # the right digest and length, in the clear: anyone could write it
+        meta["chars"] = len(forged)
+        path.write_text(json.dumps(meta) + "\n" + forged, encoding="utf-8")
+    elif tamper == "another_key":  # what the owner of a shared workspace could leave for its next user
+        meta["chars"] = len(forged)
+        path.write_bytes(_sealed(json.dumps(meta) + "\n" + forged, key=b"k" * sealed.KEY_BYTES))
     else:
-        path.write_text("{not json\n" + forged, encoding="utf-8")
+        path.write_bytes(_sealed("{not json\n" + forged))
     code, out = _run(capsys, str(ws), "--json")  # the walk is the stored one (.helix/cache/ is not walked)
     assert code == 0 and out == first and "round-9" not in out
 

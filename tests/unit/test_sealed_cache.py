@@ -1,0 +1,130 @@
+"""Sealed cache files (workspace/sealed.py, issue 12): pickles read back only when this user's key
+and code sealed them; the key is private, made once, shared by concurrent first users; without a
+key nothing is kept and everything is computed; a file changed in the last seconds is not kept by
+its identity (the round cache's guard)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helix_engine.status import collect, render
+from helix_engine.workspace import records, round_cache, sealed
+from helix_engine.workspace.snapshot import load_workspace
+from tests.builders import RoundSpec, build_workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def own_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh key folder for this test (the suite's is shared by every test of the run)."""
+    home = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    sealed.forget_key()
+    yield home / "helix" / sealed.KEY_NAME
+    sealed.forget_key()
+
+
+def test_the_key_is_made_once_private_and_reused(own_key: Path) -> None:
+    assert not own_key.exists()
+    key = sealed.user_key()
+    assert key is not None and len(key) == sealed.KEY_BYTES
+    assert stat.S_IMODE(own_key.stat().st_mode) == 0o600 and own_key.read_bytes() == key
+    sealed.forget_key()
+    assert sealed.user_key() == key
+    assert [p.name for p in own_key.parent.iterdir()] == [sealed.KEY_NAME]  # no temp file left
+
+
+def test_a_key_others_can_read_or_a_link_is_no_key(own_key: Path) -> None:
+    sealed.user_key()
+    os.chmod(own_key, 0o644)
+    sealed.forget_key()
+    assert sealed.user_key() is None and sealed.seal({"a": 1}) is None
+    os.chmod(own_key, 0o600)
+    target = own_key.with_name("real.key")
+    os.rename(own_key, target)
+    own_key.symlink_to(target)
+    sealed.forget_key()
+    assert sealed.user_key() is None
+
+
+def test_seal_and_unseal(own_key: Path) -> None:
+    data = sealed.seal({"rounds": {1: [1.5, None]}})
+    assert data is not None and sealed.unseal(data) == {"rounds": {1: [1.5, None]}}
+    assert sealed.unseal(data[:-1] + bytes([data[-1] ^ 1])) is None  # one bit of the payload
+    assert sealed.unseal(data[:20] + bytes([data[20] ^ 1]) + data[21:]) is None  # one bit of the seal
+    assert sealed.unseal(data[len(sealed.MAGIC) + 32:]) is None  # the bare pickle
+    assert sealed.unseal_bytes(sealed.seal_bytes(b"x", "other code") or b"") is None
+    sealed.forget_key()
+    sealed._key = b"k" * sealed.KEY_BYTES  # noqa: SLF001 - another user
+    assert sealed.unseal(data) is None
+
+
+def test_two_first_users_at_once_share_one_key(own_key: Path) -> None:
+    script = "from helix_engine.workspace import sealed; print(sealed.user_key().hex())"
+    env = {**os.environ, "XDG_CACHE_HOME": str(own_key.parent.parent)}
+    procs = [subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    keys = {p.communicate(timeout=60)[0].strip() for p in procs}
+    assert len(keys) == 1 and bytes.fromhex(keys.pop()) == own_key.read_bytes()
+
+
+def _ws(tmp_path: Path) -> Path:
+    rounds = [RoundSpec({"a": 8.0, "b": 18.0}), RoundSpec({"a": 7.0, "b": 14.0}, parent="opt-round-1")]
+    return build_workspace(tmp_path / "ws", baseline={"a": 10.0, "b": 20.0}, rounds=rounds)
+
+
+def _status(ws: Path) -> str:
+    records.forget()
+    statuses, _ = collect([ws])
+    return render(statuses, fmt="json")
+
+
+def test_without_a_key_nothing_is_kept_and_everything_is_computed(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = _ws(tmp_path)
+    expected = _status(ws)
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")  # XDG_CACHE_HOME under a file: no key can be made
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked / "x"))
+    sealed.forget_key()
+    try:
+        for name in (round_cache.CACHE_FILE, "intervals.sealed"):
+            (ws / ".helix" / "cache" / name).unlink(missing_ok=True)
+        assert _status(ws) == expected == _status(ws)
+        assert not (ws / ".helix" / "cache" / round_cache.CACHE_FILE).exists()
+    finally:
+        sealed.forget_key()
+
+
+def test_a_file_changed_in_the_last_seconds_is_not_kept_by_its_identity(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the guard as helix runs it (the suite turns it off): a same-size rewrite within one
+    timestamp tick would keep its old identity, so nothing just written is kept; once settled, it is."""
+    monkeypatch.setattr(round_cache, "RECENT_NS", 3_000_000_000)
+    ws = _ws(tmp_path)
+    load_workspace(ws)
+    kept = round_cache._read(ws)[1]  # noqa: SLF001 - the file with its delta over it
+    assert kept["context"] is not None and not kept["reads"] and not kept["perf"] and not kept["files"]
+    old = 1_700_000_000
+    for path in ws.rglob("*"):
+        if ".helix/cache" not in str(path):
+            os.utime(path, (old, old), follow_symlinks=False)
+    load_workspace(ws)
+    kept = round_cache._read(ws)[1]  # noqa: SLF001
+    assert sorted(kept["reads"]) == [1, 2] and sorted(kept["perf"]) == [1, 2]
+    assert sorted(kept["files"]) == ["opt-note.md", "state.json"]
+    state = ws / "opt-round-2" / "round-state.json"
+    data = json.loads(state.read_text())
+    state.write_text(json.dumps({**data, "correctness_status": "failed"}))  # in place, "passed": the same size
+    warnings = json.loads(_status(ws))["operators"][0]["warnings"]
+    assert "skipping opt-round-2 because correctness_status is failed" in warnings
+    entry = round_cache._read(ws)[1]["reads"].get(2)  # noqa: SLF001 - just written: not kept (an entry
+    assert entry is None or entry[0][0] != records.file_id(state)  # of the file as it was is a miss)
