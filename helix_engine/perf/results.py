@@ -8,19 +8,16 @@ together (and refuses an interval that misses its point).
 Plain slotted dataclasses (DESIGN: in-memory views and comparisons are), not pydantic models:
 only the core builds them, from values already validated where they were read, ~20 a round on
 every load; a model cost ~4 µs each to build (RoundPromotion's measurement) and one more model
-class to define at import. The one place they come back from a file, the round cache, reads them
-with ``from_json``: every field checked against its declared type, unknown keys refused.
+class to define at import. The one place they come back from a file, the round cache, keeps them
+pickled and sealed under this user's key (workspace/sealed.py): only helix's own objects return.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import sys
-import types
-import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 Statistic = Literal["mean", "median"]
 Verdict = Literal["faster", "slower", "within-noise"]
@@ -36,11 +33,9 @@ STATISTIC_LABEL: dict[str, str] = {"mean": "ratio of means", "median": "ratio of
 
 
 class _Result:
-    """What the result classes share: their JSON form (``to_json``, defaults left out when asked)
-    and its checked way back (``from_json``)."""
+    """What the result classes share: their JSON form (``to_json``, defaults left out when asked)."""
 
     __slots__ = ()
-    _checks: ClassVar[dict[type, list[tuple[str, Any, bool]]]] = {}
 
     def to_json(self, *, exclude_defaults: bool = False) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -50,24 +45,6 @@ class _Result:
                 continue
             out[f.name] = _dumped(value, exclude_defaults)
         return out
-
-    @classmethod
-    def from_json(cls, data: Any) -> Any:
-        """An instance from its JSON form; ValueError on a missing or unknown key or a value that
-        is not of its field's type (an int is taken for a float, as JSON writes 1.0 as 1)."""
-        if not isinstance(data, dict):
-            raise ValueError(f"{cls.__name__}: not an object")
-        checks = _Result._checks.get(cls) or _checks_of(cls)
-        unknown = data.keys() - {name for name, _, _ in checks}
-        if unknown:
-            raise ValueError(f"{cls.__name__}: unknown keys {sorted(unknown)}")
-        kwargs: dict[str, Any] = {}
-        for name, kind, required in checks:
-            if name in data:
-                kwargs[name] = _checked(kind, data[name], f"{cls.__name__}.{name}")
-            elif required:
-                raise ValueError(f"{cls.__name__}: {name} is missing")
-        return cls(**kwargs)
 
 
 def _is_default(f: dataclasses.Field[Any], value: Any) -> bool:
@@ -88,65 +65,6 @@ def _dumped(value: Any, exclude_defaults: bool) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):  # a RoundPromotion in Promotion.rounds
         return _dumped(dataclasses.asdict(value), exclude_defaults)
     return value
-
-
-def _checks_of(cls: type) -> list[tuple[str, Any, bool]]:
-    """(field, its resolved type, required) per field, resolved once per class."""
-    hints = typing.get_type_hints(cls, vars(sys.modules[cls.__module__]))
-    checks = [(f.name, hints[f.name], f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-              for f in dataclasses.fields(cls)]
-    _Result._checks[cls] = checks
-    return checks
-
-
-def _checked(kind: Any, value: Any, where: str) -> Any:
-    origin = typing.get_origin(kind)
-    if origin is typing.Union or origin is types.UnionType:
-        options = typing.get_args(kind)
-        if value is None and type(None) in options:
-            return None
-        errors = []
-        for option in options:
-            if option is type(None):
-                continue
-            try:
-                return _checked(option, value, where)
-            except ValueError as exc:
-                errors.append(str(exc))
-        raise ValueError("; ".join(errors) or f"{where}: not of its type")
-    if origin is Literal:
-        if isinstance(value, str) and value in typing.get_args(kind):
-            return value
-        raise ValueError(f"{where}: {value!r} is not one of {typing.get_args(kind)}")
-    if origin is list:
-        if not isinstance(value, list):
-            raise ValueError(f"{where}: not a list")
-        (item,) = typing.get_args(kind)
-        return [_checked(item, v, where) for v in value]
-    if kind is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            try:
-                number = float(value)  # an int past a float's range overflows
-            except OverflowError:
-                number = math.inf
-            if math.isfinite(number):
-                return number
-        raise ValueError(f"{where}: not a finite number")
-    if kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ValueError(f"{where}: not an integer")
-    if kind is str:
-        if isinstance(value, str):
-            return value
-        raise ValueError(f"{where}: not a string")
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        raise ValueError(f"{where}: not true or false")
-    if isinstance(kind, type) and issubclass(kind, _Result):
-        return kind.from_json(value)
-    raise ValueError(f"{where}: a {kind!r} is not read back")
 
 
 @dataclass(slots=True, kw_only=True)
@@ -185,24 +103,12 @@ class CaseProblem(_Result):
     message: str
 
     def to_json(self, *, exclude_defaults: bool = False) -> dict[str, Any]:
-        """As every result, a non-finite value as its name ("nan", "inf", "-inf"): JSON has no
-        such number, and the round cache writes strict JSON (one such value kept none of it)."""
+        """As every result, a non-finite value as its name ("nan", "inf", "-inf"): strict JSON has
+        no such number."""
         out = super(CaseProblem, self).to_json(exclude_defaults=exclude_defaults)  # slots: no bare super()
         if isinstance(self.value, float) and not math.isfinite(self.value):
             out["value"] = repr(self.value)
         return out
-
-    @classmethod
-    def from_json(cls, data: Any) -> CaseProblem:
-        if isinstance(data, dict) and data.get("value") in _NON_FINITE:
-            problem: CaseProblem = super(CaseProblem, cls).from_json({**data, "value": None})
-            problem.value = float(data["value"])
-            return problem
-        found: CaseProblem = super(CaseProblem, cls).from_json(data)
-        return found
-
-
-_NON_FINITE = ("nan", "inf", "-inf")
 
 
 @dataclass(slots=True, kw_only=True)

@@ -1,6 +1,6 @@
-"""The evaluation core's results read back from their JSON form (the round cache's entries are
-workspace data): every field checked against its declared type, unknown keys refused, and a
-dump read back equal to what was dumped."""
+"""The evaluation core's results in their JSON form (what compare-perf --json and the reports
+print): every field, defaults left out when asked, a non-finite time by its name, a promotion's
+rounds. (The round cache keeps the objects themselves, sealed: workspace/sealed.py.)"""
 
 from __future__ import annotations
 
@@ -30,53 +30,21 @@ def _evaluation() -> RoundEvaluation:
 
 
 @pytest.mark.parametrize("exclude_defaults", [False, True])
-def test_a_dump_reads_back_equal(exclude_defaults: bool) -> None:
-    ev = _evaluation()
-    data = ev.to_json(exclude_defaults=exclude_defaults)
-    assert RoundEvaluation.from_json(data) == ev
+def test_a_dump_has_every_field_or_only_those_set(exclude_defaults: bool) -> None:
+    data = json.loads(json.dumps(_evaluation().to_json(exclude_defaults=exclude_defaults)))
+    assert data["geomean"]["interval"]["low"] == 1.1 and data["pairing"]["reference_operator"] == "baseline/add.py"
+    assert data["paired"]["geomean"]["point"] == 1.25 and data["problems"][0]["latency_id"] == "latency-a"
     if exclude_defaults:
         assert "errors" not in data and "confidence" not in data["geomean"]["interval"]
-
-
-def test_an_integer_is_taken_for_a_float() -> None:
-    geo = SpeedupEstimate.from_json({"statistic": "mean", "point": 2})
-    assert geo.point == 2.0 and type(geo.point) is float
-
-
-@pytest.mark.parametrize("data, why", [
-    ({"statistic": "mean"}, "point is missing"),
-    ({"statistic": "mean", "point": 1.0, "extra": 1}, "unknown keys"),
-    ({"statistic": "mode", "point": 1.0}, "is not one of"),
-    ({"statistic": "mean", "point": True}, "not a finite number"),
-    ({"statistic": "mean", "point": "1.0"}, "not a finite number"),
-    ({"statistic": "mean", "point": math.inf}, "not a finite number"),
-    ({"statistic": "mean", "point": 10 ** 400}, "not a finite number"),  # past a float's range
-    ({"statistic": "mean", "point": "inf"}, "not a finite number"),
-    ({"statistic": "mean", "point": 1.0, "interval": {"low": 0.5}}, "high is missing"),
-    ({"statistic": "mean", "point": 1.0, "interval": {"low": 1.5, "high": 2.0}}, "excludes its point"),
-    ({"statistic": "mean", "point": 1.0, "verdict": 3}, "is not one of"),
-    (["mean", 1.0], "not an object"),
-])
-def test_an_odd_estimate_is_refused(data: object, why: str) -> None:
-    with pytest.raises(ValueError, match=why):
-        SpeedupEstimate.from_json(data)
-
-
-def test_odd_nested_values_are_refused() -> None:
-    data = _evaluation().to_json()
-    for key, value in (("errors", "no list"), ("errors", [1]), ("problems", [{"latency_id": "a"}]),
-                       ("paired", {"requested": 5}), ("noise_margin", None), ("pairing", [])):
-        with pytest.raises(ValueError):
-            RoundEvaluation.from_json({**data, key: value})
+    else:
+        assert data["errors"] == [] and data["geomean"]["interval"]["confidence"] == 0.95
 
 
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
-def test_a_case_problem_keeps_a_non_finite_time_in_strict_json(value: float) -> None:
-    """The time that stopped a case may be NaN or infinite; the round cache writes strict JSON."""
+def test_a_case_problem_names_a_non_finite_time_in_strict_json(value: float) -> None:
+    """The time that stopped a case may be NaN or infinite; strict JSON has no such number."""
     problem = CaseProblem(latency_id="latency-a", side="compare", value=value, message="m")
-    text = json.dumps(problem.to_json(), allow_nan=False)
-    back = CaseProblem.from_json(json.loads(text))
-    assert back.message == "m" and repr(back.value) == repr(value)
+    assert json.loads(json.dumps(problem.to_json(), allow_nan=False))["value"] == repr(value)
 
 
 def test_a_promotion_dumps_to_json() -> None:
