@@ -142,7 +142,10 @@ def _status(args: argparse.Namespace) -> int:
         from helix_engine.workspace import status_cache
 
         walked = _walked.pop(key, None) or status_cache.fingerprint(*key)  # before the load
-    statuses, missing = collect(paths, args.metric)
+    from helix_engine.workspace.reading import walked as walked_listing
+
+    with walked_listing(walked.listing if walked is not None else None):  # the load's lstats: the walk's
+        statuses, missing = collect(paths, args.metric)
     if not statuses:
         reason = "; ".join(missing) if missing else "no workspace found"
         raise HelixError(f"{reason}. Point `helix status` at an operator workspace (a folder with "

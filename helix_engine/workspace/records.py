@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from helix_engine.workspace.models import PerfRecord
+from helix_engine.workspace.reading import lstat
 
 #: Record lists kept (a pane's round, its parent, the baseline's comparisons in flight).
 KEPT = 8
@@ -33,7 +34,7 @@ def file_id(path: Path | None) -> FileId | None:
     if path is None:
         return None
     try:
-        st = os.lstat(path)
+        st = lstat(os.fspath(path))
     except (OSError, ValueError):
         return None
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]

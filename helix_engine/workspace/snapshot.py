@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import gc
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,6 +26,7 @@ from helix_engine.workspace.reading import (
     exists_file,
     list_dir,
     load_session,
+    lstat,
     read_text_safe,
     real_path,
     shown,
@@ -118,10 +120,18 @@ def _set_round(snap: WorkspaceSnapshot, n: int, rdir: Path, reuse: bool = False)
     # a perf file outside its own (unlinked) round folder: a reload finds its owner by resolving
     # it; every other one is found by the folder a changed path lies in
     perf, foreign = loaded.view.perf_file, snap.extra.setdefault(_FOREIGN_PERF, {})
-    if perf is not None and (perf.parent != rdir or os.path.islink(rdir)):
+    if perf is not None and (perf.parent != rdir or _is_link(rdir)):
         foreign[n] = perf
     else:
         foreign.pop(n, None)
+
+
+def _is_link(path: Path) -> bool:
+    """``os.path.islink``, from the walk the load was given (reading.lstat)."""
+    try:
+        return stat.S_ISLNK(lstat(os.fspath(path)).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _set_opt_note(snap: WorkspaceSnapshot) -> None:
@@ -313,9 +323,12 @@ def _relative(root: Path, path: Path) -> Path | None:
 
 
 def _file_key(path: Path) -> tuple[int, int] | None:
-    """(device, inode) of the file a path leads to: one stat instead of a realpath walk."""
+    """(device, inode) of the file a path leads to: one stat instead of a realpath walk (the
+    walk's lstat when it saw the name and it is no link, reading.lstat)."""
     try:
-        st = os.stat(path)
+        st = lstat(os.fspath(path))
+        if stat.S_ISLNK(st.st_mode):
+            st = os.stat(path)
     except (OSError, ValueError):
         return None
     return st.st_dev, st.st_ino

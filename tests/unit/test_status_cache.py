@@ -207,3 +207,65 @@ def test_the_stored_output_path_imports_no_pydantic_and_no_dataclasses(ws: Path)
     assert runs[0].stdout == runs[1].stdout  # the second printed the first's stored bytes
     assert "'dataclasses'" in runs[0].stderr  # the computing run did import it: the check can fail
     assert runs[1].stderr.strip().splitlines()[-1] == "[]", runs[1].stderr
+
+
+# ----------------------------------------------------------- the walk's listing feeds the load
+
+
+def test_a_walk_goes_on_past_what_it_cannot_vouch_for(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file changed just now (or a link, a temp file) means no stored output, but the walk lists
+    every folder whole, so the load can still take its lstats from it."""
+    monkeypatch.setattr(status_cache, "RECENT_S", 3.0)
+    found = status_cache.fingerprint(ws, ("json", "best", "None"))
+    assert found.digest is None and found.listing is not None  # every file was just written
+    stats, folders = found.listing
+    top = os.fspath(ws)
+    assert {f"{top}/opt-round-1/round-state.json", f"{top}/opt-round-2/opt_add_perf.txt",
+            f"{top}/.helix/state.json"} <= stats.keys()
+    assert {top, f"{top}/opt-round-2", f"{top}/baseline"} <= folders
+    assert f"{top}/.helix/cache" not in folders  # never walked: a cache never changes an output
+
+
+def test_lstat_answers_from_the_listing_and_falls_back_outside_it(ws: Path, capsys: pytest.CaptureFixture[str],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from helix_engine.workspace import reading
+
+    _computed(capsys, ws, "--json")  # makes .helix/cache/
+    found = status_cache.fingerprint(ws, ("json", "best", "None"))
+    calls: list[str] = []
+    real = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda path, *a, **k: calls.append(os.fspath(path)) or real(path, *a, **k))
+    state = os.fspath(ws / "opt-round-1" / "round-state.json")
+    with reading.walked(found.listing):
+        assert reading.lstat(state).st_ino == real(state).st_ino
+        with pytest.raises(FileNotFoundError):
+            reading.lstat(os.fspath(ws / "opt-round-1" / "opt_add_perf.paired.json"))  # its folder was listed
+        assert calls == []
+        reading.lstat(os.fspath(ws / ".helix" / "cache"))  # seen by the walk, not walked into
+        assert calls == []
+        reading.lstat(os.fspath(ws / STORED))  # in a folder not walked: looked at
+        assert len(calls) == 1
+    reading.lstat(state)  # outside the load: looked at
+    assert len(calls) == 2
+
+
+def test_a_computed_status_looks_at_no_round_file_the_walk_saw(ws: Path, capsys: pytest.CaptureFixture[str],
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """After one perf file changes, the load takes the round folders' lstats from the walk
+    (9 a round: ~15 ms at 1000 rounds), and prints what a load without the walk prints."""
+    first = _computed(capsys, ws, "--json")
+    write_perf(ws / "opt-round-1" / "opt_add_perf.txt", {"a": 8.5, "b": 18.0})
+    looked: list[str] = []
+    real = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda path, *a, **k: looked.append(os.fspath(path)) or real(path, *a, **k))
+    walks: list[status_cache.Fingerprint] = []
+    original = status_cache.fingerprint
+    monkeypatch.setattr(status_cache, "fingerprint", lambda *a: walks.append(original(*a)) or walks[-1])
+    code, out = _run(capsys, str(ws), "--json")
+    assert code == 0 and out != first and walks and walks[-1].listing is not None
+    round_files = [p for p in looked if "/opt-round-" in p and "/../" not in p and p not in {
+        os.fspath(ws / "opt-round-1"), os.fspath(ws / "opt-round-2")}]  # the walk's own look at each folder
+    walked = walks[-1].listing[0]
+    assert [p for p in round_files if p in walked] == [p for p in round_files if p.endswith(status_cache.CACHE_NAME)]
+    monkeypatch.undo()
+    assert out == _computed(capsys, ws, "--json")
