@@ -136,6 +136,14 @@ def sidecar_path(perf_path: Path) -> Path:
     return perf_path.with_name(perf_path.stem + SIDECAR_SUFFIX)
 
 
+def sidecar_of(perf_path: str) -> str:
+    """`sidecar_path` of a path as text, without making Paths (a load asks it of every round)."""
+    folder, sep, name = perf_path.rpartition("/")
+    dot = name.rfind(".")
+    stem = name[:dot] if 0 < dot < len(name) - 1 else name  # pathlib's stem: no suffix for ".x" or "x."
+    return f"{folder}{sep}{stem}{SIDECAR_SUFFIX}"
+
+
 def sha256_of(path: Path | None) -> str | None:
     """The sha256 of a file read through the safe reader, None when unreadable."""
     if path is None:

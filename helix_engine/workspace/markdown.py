@@ -91,11 +91,16 @@ class OptNote:
 
     @property
     def marked_best(self) -> str | None:
-        best: str | None = None
+        entry = self.marked_entry()
+        return f"round-{entry.number}" if entry is not None else None
+
+    def marked_entry(self) -> OptNoteRound | None:
+        """The last round entry whose ``Best status`` says current best."""
+        found: OptNoteRound | None = None
         for entry in self.rounds:
             if entry.best_status and "current best" in entry.best_status.lower():
-                best = f"round-{entry.number}"
-        return best
+                found = entry
+        return found
 
 
 def parse_opt_note(text: str, file: str = "opt-note.md") -> OptNote:

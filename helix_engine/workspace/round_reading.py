@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.perf.interval_cache import records_digest
-from helix_engine.perf.paired import sidecar_path
+from helix_engine.perf.paired import sidecar_of
 from helix_engine.workspace import layout, status_pairing, status_rules
 from helix_engine.workspace.models import (
     BaselineState,
@@ -260,7 +260,7 @@ def _plain(root: str, folder: str, value: Any, shared: dict[str, int | None], *,
     if not isinstance(value, str) or not value.strip() or "\0" in value or value.startswith("/"):
         return False
     if "/" not in value and value not in (".", ".."):  # one name in the round folder (the usual value)
-        kind = _kind(os.path.join(root, folder, value))
+        kind = _kind(f"{root}/{folder}/{value}" if root else f"{folder}/{value}")
         return kind is not None and (not file or stat.S_ISREG(kind))
     stack = [folder]
     mode: int | None = None
@@ -296,13 +296,13 @@ def _keepable(rdir: Path, stem: str | None, state: RoundState, shared: dict[str,
     mode = _kind(path)
     if mode is None or not stat.S_ISDIR(mode) or not name:
         return False
-    wanted = [(state.perf_artifact, True), (state.summary_path or layout.SUMMARY, True),
-              (f"opt_{stem}.py", True), (layout.ATTEMPTS, True)]
-    if state.perf_analysis_path:
-        wanted.append((state.perf_analysis_path, True))
-    if state.comparison_target_path:
-        wanted.append((state.comparison_target_path, False))
-    return all(_plain(root, name, value, shared, file=file) for value, file in wanted)
+    return (_plain(root, name, state.perf_artifact, shared, file=True)
+            and _plain(root, name, state.summary_path or layout.SUMMARY, shared, file=True)
+            and _plain(root, name, f"opt_{stem}.py", shared, file=True)
+            and _plain(root, name, layout.ATTEMPTS, shared, file=True)
+            and (not state.perf_analysis_path or _plain(root, name, state.perf_analysis_path, shared, file=True))
+            and (not state.comparison_target_path
+                 or _plain(root, name, state.comparison_target_path, shared, file=False)))
 
 
 def _remembered(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCache,
@@ -345,8 +345,9 @@ def _perf_inputs(out: LoadedRound, root: Path, n: int, state_id: list[int] | Non
     view = out.view
     view.inputs = (state_id,)
     if view.perf_file is not None:
-        perf_key = [shown(view.perf_file, root), file_id(view.perf_file)]
-        view.inputs = (state_id, *perf_key, file_id(sidecar_path(view.perf_file)))
+        perf = os.fspath(view.perf_file)
+        perf_key = [shown(view.perf_file, root), file_id(perf)]
+        view.inputs = (state_id, *perf_key, file_id(sidecar_of(perf)))
         found = cache.perf_problems(n, perf_key) if cache is not None else None
         if found is None:
             view.perf, kept = read_perf_safe(view.perf_file, root)

@@ -151,11 +151,19 @@ def _set_opt_note(snap: WorkspaceSnapshot) -> None:
             return
         from helix_engine.workspace.markdown import parse_opt_note
 
-        note = parse_opt_note(text or "", layout.OPT_NOTE)  # ~16 ms for a 1000-round ledger
+        note = _slim(parse_opt_note(text or "", layout.OPT_NOTE))  # ~16 ms for a 1000-round ledger
         if cache is not None and ident is not None:
             cache.put_file(layout.OPT_NOTE, ident, note)
     snap.extra["opt_note"] = note
     snap.extra["opt_note_problems"] = list(note.problems)
+
+
+def _slim(note: Any) -> Any:
+    """What a snapshot keeps of the parsed ledger: what the status rules read of it (the logged
+    best, with the last round entry marked current best, its line, the problems), not every round
+    entry and section (~2.5 MB at 1000 rounds, which the ledger's writer parses itself)."""
+    marked = note.marked_entry()
+    return dataclasses.replace(note, rounds=[marked] if marked is not None else [], sections=[])
 
 
 def _set_workflow(snap: WorkspaceSnapshot) -> None:

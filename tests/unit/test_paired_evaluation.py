@@ -352,3 +352,18 @@ def test_a_three_repetition_case_records_three_samples_a_side() -> None:
     assert per_side == 2 and 2 * k * n >= 20 and n >= 3
     assert plan(3, "perf-counter", block_reps=2) == (2, 3, 2)  # explicit blocks keep ABBA
     assert [block_order(i, per_side=1) for i in range(2)] == [("reference", "candidate"), ("candidate", "reference")]
+
+
+from hypothesis import given  # noqa: E402 - the property test below only
+from hypothesis import strategies as st  # noqa: E402
+
+_NAME = st.text(alphabet="ab._-", min_size=1, max_size=8).filter(lambda n: n not in (".", ".."))
+
+
+@given(st.lists(_NAME, min_size=1, max_size=4), st.booleans())
+def test_the_sidecar_of_a_path_as_text_is_pathlibs(names: list[str], absolute: bool) -> None:
+    """paired.sidecar_of (a load asks it of every round, as text) names what sidecar_path names."""
+    from helix_engine.perf.paired import sidecar_of, sidecar_path
+
+    text = ("/" if absolute else "") + "/".join(names)
+    assert sidecar_of(str(Path(text))) == str(sidecar_path(Path(text)))

@@ -314,11 +314,19 @@ def test_snapshot_of_missing_path_is_a_problem(tmp_path: Path) -> None:
 
 
 def test_opt_note_parsed_into_extra(tmp_path: Path) -> None:
+    """The snapshot keeps what the status rules read of the ledger (the logged best and the last
+    entry marked current best), not its every entry and section (~2.5 MB at 1000 rounds)."""
+    from helix_engine.workspace.logged_best import logged_best_from_note
+    from helix_engine.workspace.markdown import parse_opt_note
+
     ws = build_workspace(tmp_path, baseline=BASE, rounds=[R1, R2])
     snap = load_workspace(ws)
     note = snap.extra["opt_note"]
-    assert [r.number for r in note.rounds] == [1, 2]
-    assert note.final_best_round == "round-2"
+    full = parse_opt_note((ws / "opt-note.md").read_text())
+    assert [r.number for r in full.rounds] == [1, 2] and full.marked_best == "round-2"
+    assert [r.number for r in note.rounds] == [2] and not note.sections
+    assert note.final_best_round == "round-2" and note.overall_line == full.overall_line
+    assert logged_best_from_note(note) == logged_best_from_note(full)
 
 
 def test_comparison_target_elsewhere_is_flagged(tmp_path: Path) -> None:
