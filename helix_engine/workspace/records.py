@@ -28,7 +28,7 @@ _lock = threading.Lock()
 _kept: OrderedDict[tuple[str, tuple[int, ...]], list[PerfRecord]] = OrderedDict()
 
 
-def file_id(path: Path | None) -> FileId | None:
+def file_id(path: Path | str | None) -> FileId | None:
     """The identity of the file a name leads to now (the name itself, a final link not followed):
     any write, replace or truncate changes it. None when there is no such file."""
     if path is None:
