@@ -8,15 +8,13 @@ torch or triton at import time, so ``helix status`` stays fast and works on a br
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
-import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from helix_engine import __version__
-from helix_engine.commands.workspace_flag import apply_workspace_flag
+from helix_engine.commands.run import run_command
 from helix_engine.errors import HelixError
 from helix_engine.sanitize import clean, guarded_stdio
 
@@ -100,6 +98,8 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 
 def close_matches(word: str, choices: Sequence[str]) -> list[str]:
     """The choices a mistyped ``word`` probably meant: near spellings first, then those it begins."""
+    import difflib
+
     found = difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
     if len(word) >= 3:
         found += [c for c in sorted(choices) if c.startswith(word) and c not in found]
@@ -168,23 +168,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(func: Callable[[argparse.Namespace], Any], args: argparse.Namespace) -> int:
-    try:
-        apply_workspace_flag(args)  # --workspace/-w into what the command reads (commands/workspace_flag.py)
-        return int(func(args) or 0)
-    except HelixError as exc:  # its message may name workspace paths and values
-        print(f"error: {clean(exc, multiline=True)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
-    except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback by default
-        if os.environ.get("HELIX_DEBUG", "").lower() in {"1", "true"}:
-            raise
-        print(
-            f"error: helix failed unexpectedly ({type(exc).__name__}: {clean(exc, multiline=True)}). Run again "
-            "with HELIX_DEBUG=1 for the traceback and report it.",
-            file=sys.stderr,
-        )
-        return 1
+    return run_command(func, args)

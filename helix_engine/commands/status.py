@@ -1,21 +1,25 @@
 """`helix status [PATH ...]`: where each operator workspace stands (upstream-compatible).
 
-Imports only the workspace reader (no torch, no triton), so it answers fast on any machine.
+Imports only the workspace reader (no torch, no triton), so it answers fast on any machine; the
+usual invocations are parsed without argparse (`_plain_args`: importing it and defining the
+options was ~7 ms of a ~75 ms computed status).
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
-from helix_engine.commands.workspace_flag import add_workspace_flag
 from helix_engine.console import write_json_text
 from helix_engine.errors import HelixError
 from helix_engine.sanitize import clean
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argparse's type
@@ -31,6 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
+    import argparse
+
+    from helix_engine.commands.workspace_flag import add_workspace_flag
+
     parser.add_argument("paths", nargs="*", metavar="PATH", type=Path,
                         help="a workspace, or a folder whose subfolders are workspaces")
     parser.add_argument("-i", "--input", dest="inputs", action="append", type=Path, default=[],
@@ -51,14 +59,65 @@ class _Refused(Exception):
     pass
 
 
-class _QuietParser(argparse.ArgumentParser):
-    """The status arguments alone, for `stored_output`: any usage error is left to the full CLI."""
+def _argparsed(words: list[str]) -> Any:
+    """The status arguments parsed by argparse alone, as the full CLI would (None on any usage
+    error, which is left to the full CLI, or an argument it does not know)."""
+    import argparse
 
-    def error(self, message: str) -> NoReturn:
-        raise _Refused(message)
+    class QuietParser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise _Refused(message)
+
+    parser = QuietParser(prog="helix status", add_help=False)
+    _arguments(parser)
+    try:
+        args, extra = parser.parse_known_args(words)
+    except _Refused:
+        return None
+    return None if extra else args
 
 
-def _stored_key(args: argparse.Namespace) -> tuple[Path, tuple[str, ...]] | None:
+#: The options `_plain_args` reads: option string -> (dest, choices; None: any value).
+_VALUED: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "-i": ("inputs", None), "--input": ("inputs", None), "-w": ("workspace_flag", None),
+    "--workspace": ("workspace_flag", None), "--format": ("format", ("text", "markdown", "json", "html")),
+    "--view": ("view", ("best", "trend")), "-m": ("metric", ("auto", "kernel", "total-op")),
+    "--metric-source": ("metric", ("auto", "kernel", "total-op"))}
+_SWITCHES = {"--json": "json", "--verbose": "verbose"}
+
+
+def _plain_args(words: list[str]) -> Any:
+    """The arguments argparse would give for the usual spellings (whole option names, each value
+    as the next word, the paths in one run), without importing it; None for anything else, which
+    argparse then parses (`_argparsed`). A test holds the two equal on every such invocation."""
+    args: dict[str, Any] = {"paths": [], "inputs": [], "workspace_flag": None, "_workspace_default": None,
+                            "json": False, "format": None, "view": "best", "metric": None, "verbose": False}
+    paths_ended = False
+    it = iter(words)
+    for word in it:
+        if word in _SWITCHES:
+            args[_SWITCHES[word]] = True
+        elif word in _VALUED:
+            dest, choices = _VALUED[word]
+            value = next(it, None)
+            if value is None or value.startswith("-") or not value or (choices is not None and value not in choices):
+                return None
+            if dest == "inputs":
+                args["inputs"].append(Path(value))
+            else:
+                args[dest] = value
+        elif word.startswith("-") or not word:
+            return None
+        else:
+            if paths_ended:  # argparse takes one run of positionals: a second is an extra argument
+                return None
+            args["paths"].append(Path(word))
+            continue
+        paths_ended = paths_ended or bool(args["paths"])
+    return SimpleNamespace(**args)
+
+
+def _stored_key(args: Any) -> tuple[Path, tuple[str, ...]] | None:
     """(workspace path, options) when the invocation can be answered from a stored output: JSON of
     exactly one PATH (the output of a folder of workspaces is not stored), --workspace counted."""
     flag = getattr(args, "workspace_flag", None)
@@ -74,13 +133,10 @@ def stored_output(words: list[str]) -> int | None:
     miss the status is computed from the arguments parsed here, as the CLI runs a command (the
     full parser of every command is ~30 ms, issue 12). None: run the command as usual (anything
     else, a usage error)."""
-    parser = _QuietParser(prog="helix status", add_help=False)
-    _arguments(parser)
-    try:
-        args, extra = parser.parse_known_args(words)
-    except _Refused:
-        return None
-    key = _stored_key(args) if not extra else None
+    args = _plain_args(words)
+    if args is None:
+        args = _argparsed(words)
+    key = _stored_key(args) if args is not None else None
     if key is None:
         return None
     from helix_engine.workspace import status_cache
@@ -92,11 +148,11 @@ def stored_output(words: list[str]) -> int | None:
         return None
     if text is None:
         _walked[key] = found  # the computed run stores under this walk, taken before its load
-        from helix_engine.cli import _run
+        from helix_engine.commands.run import run_command
         from helix_engine.sanitize import guarded_stdio
 
         with guarded_stdio():
-            return _run(run_status, args)
+            return run_command(run_status, args)
     try:
         write_json_text(text)
     except BrokenPipeError:
@@ -114,7 +170,7 @@ def _use_color() -> bool:
     return bool(callable(isatty) and isatty())
 
 
-def run_status(args: argparse.Namespace) -> int:
+def run_status(args: Any) -> int:
     # One shot: everything it loads stays alive until it prints, so the cyclic collector would
     # only walk it again and again (a full pass over every record after the load). Off for the
     # command; on return the survivors are frozen (never walked again) and collection resumes.
@@ -128,7 +184,7 @@ def run_status(args: argparse.Namespace) -> int:
             gc.enable()
 
 
-def _status(args: argparse.Namespace) -> int:
+def _status(args: Any) -> int:
     from helix_engine.status import collect, json_chunks, render
 
     fmt = "json" if args.json else (args.format or "text")

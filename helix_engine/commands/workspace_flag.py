@@ -10,11 +10,14 @@ folder, as the folder a relative ``--round-dir`` lies in.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from helix_engine.errors import HelixError
 from helix_engine.sanitize import clean
+
+if TYPE_CHECKING:
+    import argparse
 
 FLAG_DEST = "workspace_flag"
 _DEFAULT = "_workspace_default"
@@ -32,7 +35,7 @@ def add_workspace_flag(parser: argparse.ArgumentParser, *, folder_flag: str | No
     parser.set_defaults(**{_DEFAULT: default})
 
 
-def apply_workspace_flag(args: argparse.Namespace) -> None:
+def apply_workspace_flag(args: Any) -> None:
     """Fold ``--workspace`` into what the command reads; a sentence when it contradicts the
     positional WORKSPACE or an absolute --round-dir."""
     flag = getattr(args, FLAG_DEST, None)
