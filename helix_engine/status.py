@@ -9,7 +9,6 @@ problems), the upstream text block wrapped to 80 columns, the markdown table and
 from __future__ import annotations
 
 import json
-import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -278,6 +277,8 @@ def _paint(text: str, color: str | None, enabled: bool) -> str:
 
 
 def _wrap(text: str, indent: str = "  ", more: str = "    ") -> list[str]:
+    import textwrap  # text output only: not imported by `helix status --json`
+
     return textwrap.wrap(text, width=WIDTH, initial_indent=indent, subsequent_indent=more,
                          break_on_hyphens=False) or [indent.rstrip()]
 

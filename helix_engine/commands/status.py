@@ -219,7 +219,7 @@ def _status(args: Any) -> int:
         if keep and walked is not None and statuses[0].path == walked.workspace:
             from helix_engine.workspace import status_cache
 
-            status_cache.store(walked, "".join(pieces))
+            status_cache.store(walked, pieces)
         return 0
     text = render(statuses, view=args.view, fmt=fmt, color=fmt == "text" and _use_color())
     sys.stdout.write(text)  # text, markdown and html escape each workspace field (helix_engine.sanitize)

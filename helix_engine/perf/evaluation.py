@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from helix_engine.perf import stats
-from helix_engine.perf.context import mismatch_warning
 from helix_engine.perf.formulas import avg_improvement_pct, delta_pct, geomean_of
 from helix_engine.perf.margins import NoiseMargins, as_margins
 from helix_engine.perf.results import (
@@ -259,6 +258,8 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
                          margin_text=margins.describe([p.latency_id for p in paired.pairs]))
     if ev.errors:
         return ev
+    from helix_engine.perf.context import mismatch_warning  # when records are compared (datetime: not at import)
+
     ev.context_warning = mismatch_warning([p.baseline_record for p in paired.pairs if p.baseline_record],
                                           [p.compare_record for p in paired.pairs if p.compare_record])
     samples: dict[str, _CaseSamples] = {}

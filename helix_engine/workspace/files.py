@@ -14,7 +14,6 @@ import json
 import os
 import re
 import stat
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +35,8 @@ class PathOutsideWorkspace(ValueError):
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via temp file + fsync + rename (+ fsync of the folder)."""
+    import tempfile  # here: `helix status` reads this module's names and writes nothing through it
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -220,8 +221,38 @@ def orphan_temps(workspace: Path, *, max_age_s: float = TEMP_MAX_AGE_S) -> list[
 
     Looks only in the contract's folders (the workspace, baseline/, opt-round-N/, .helix/,
     .helix/jobs/<id>/), opened without following a symlink, and lists only regular files whose
-    name matches the temp pattern exactly and whose mtime is at least ``max_age_s`` old."""
+    name matches the temp pattern exactly and whose mtime is at least ``max_age_s`` old. In a load
+    given the walk `helix status` made first, from that walk (reading.walked: it lstats every
+    entry already; the folders opened and listed again were ~6 ms at 1000 rounds)."""
+    from helix_engine.workspace.reading import walk_listing
+
+    listing = walk_listing()
+    top = os.fspath(workspace)
+    if listing is not None and top in listing[1]:
+        return _listed_temps(top, listing, max_age_s)
     return _orphan_temps(Path(workspace), max_age_s, remove=False)
+
+
+#: The folders whose temp files are helix's (relative to the workspace, "" the workspace itself):
+#: what `_temp_folders` opens.
+CONTRACT_FOLDER = re.compile(r"|baseline|opt-round-[1-9][0-9]*|\.helix|\.helix/jobs/[^/]+")
+
+
+def _listed_temps(top: str, listing: tuple[dict[str, os.stat_result], set[str], list[str]],
+                  max_age_s: float) -> list[Path]:
+    stats, _, temps = listing
+    now = time.time()
+    found: list[tuple[tuple[int, str, str], str]] = []
+    for path in temps:
+        folder, _, name = path.rpartition("/")
+        rel = folder[len(top) + 1:] if folder != top else ""
+        st = stats.get(path)
+        if (folder == top or folder.startswith(top + "/")) and CONTRACT_FOLDER.fullmatch(rel) and st is not None \
+                and stat.S_ISREG(st.st_mode) and now - st.st_mtime >= max_age_s:
+            # `_temp_folders`' order: the workspace, its round folders and baseline, .helix, its jobs
+            rank = 0 if not rel else 2 if rel == HELIX_DIR else 3 if rel.startswith(HELIX_DIR) else 1
+            found.append(((rank, rel, name), path))
+    return [Path(path) for _, path in sorted(found)]
 
 
 def remove_orphan_temps(workspace: Path, *, max_age_s: float = TEMP_MAX_AGE_S) -> list[Path]:
@@ -244,7 +275,7 @@ def _orphan_temps(workspace: Path, max_age_s: float, *, remove: bool) -> list[Pa
         now = time.time()
         for rel, fd in _temp_folders(root_fd):
             try:
-                for name in _listdir(fd):
+                for name in sorted(_listdir(fd)):
                     if _TEMP_NAME.fullmatch(name) is None:
                         continue
                     try:

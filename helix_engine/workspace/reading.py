@@ -67,7 +67,7 @@ _WALK = threading.local()  # .stats: path -> lstat result, .folders: folders lis
 
 
 @contextlib.contextmanager
-def walked(listing: tuple[dict[str, os.stat_result], set[str]] | None) -> Iterator[None]:
+def walked(listing: tuple[dict[str, os.stat_result], set[str], list[str]] | None) -> Iterator[None]:
     """Answer `lstat` from ``listing``, what a walk of the workspace saw just before (`helix status`
     walks it to vouch for its stored output: status_cache.Listing), for the duration of one load.
     Why: a load looks at ~9 names a round (is it there, a link, a regular file, its identity);
@@ -79,6 +79,12 @@ def walked(listing: tuple[dict[str, os.stat_result], set[str]] | None) -> Iterat
         yield
     finally:
         _WALK.listing = outer
+
+
+def walk_listing() -> tuple[dict[str, os.stat_result], set[str], list[str]] | None:
+    """The listing this thread's load was given (`walked`), if any."""
+    found: tuple[dict[str, os.stat_result], set[str], list[str]] | None = getattr(_WALK, "listing", None)
+    return found
 
 
 def lstat(path: str) -> os.stat_result:

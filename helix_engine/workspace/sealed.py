@@ -22,7 +22,7 @@ import hashlib
 import hmac
 import os
 import stat
-import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,8 @@ def _read_or_make_key() -> bytes | None:
     found = _read_key(path)
     if found is not None:
         return found
+    import tempfile
+
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".key.", dir=path.parent)  # mode 0600
     try:
@@ -124,6 +126,25 @@ def seal_bytes(payload: bytes, stamp: str | None = None) -> bytes | None:
     if key is None:
         return None
     return MAGIC + _mac(key, stamp if stamp is not None else code_stamp(), payload) + payload
+
+
+def write_sealed_pieces(workspace: Path, name: str, pieces: Iterable[bytes]) -> bool:
+    """``.helix/cache/name`` sealed over the concatenation of ``pieces``, written as they come (a 1 MB
+    stored status is not joined, encoded and sealed in whole copies); False when not written."""
+    key = user_key()
+    if key is None:
+        return False
+    mac = hmac.new(key, code_stamp().encode() + b"\0", hashlib.sha256)
+
+    def fill(handle: Any) -> None:
+        handle.write(MAGIC + b"\0" * _MAC_BYTES)  # the seal goes here once the payload is hashed
+        for piece in pieces:
+            mac.update(piece)
+            handle.write(piece)
+        handle.seek(len(MAGIC))
+        handle.write(mac.digest())
+
+    return _write_atomically(workspace, name, fill)
 
 
 def unseal_bytes(data: bytes, stamp: str | None = None) -> memoryview | None:
@@ -204,6 +225,12 @@ def write_bytes(workspace: Path, name: str, data: bytes) -> bool:
     """Atomically (temp file + rename), into .helix/cache/``name`` of the workspace, only through
     real folders inside it. Not the engine's durable write (no fsync, not one of a transition's
     writes): after a power loss the file may be empty or old, and then it is a miss."""
+    return _write_atomically(workspace, name, lambda handle: handle.write(data))
+
+
+def _write_atomically(workspace: Path, name: str, fill: Callable[[Any], Any]) -> bool:
+    import tempfile
+
     from helix_engine.workspace.reading import inside
 
     if not can_keep(workspace):
@@ -219,7 +246,7 @@ def write_bytes(workspace: Path, name: str, data: bytes) -> bool:
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            fill(handle)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):

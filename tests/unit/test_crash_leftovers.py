@@ -146,6 +146,31 @@ def test_old_temp_files_are_removed_by_the_next_transition_fresh_ones_kept(
     assert [p for p in _status_problems(ws, capsys) if "temp file" in p["message"]] == []
 
 
+def _walked_temps(ws: Path) -> list[Path]:
+    """orphan_temps in a load given the walk `helix status` makes (from its listing, no folder opened)."""
+    from helix_engine.workspace import reading, status_cache
+
+    found = status_cache.fingerprint(ws, ("json", "best", "None"))
+    assert found.listing is not None
+    with reading.walked(found.listing):
+        return files.orphan_temps(ws)
+
+
+def test_the_walks_listing_finds_the_temp_files_the_folder_scan_finds(tmp_path: Path) -> None:
+    ws = _round_ready(tmp_path)
+    for folder in (ws, ws / "baseline", ws / "opt-round-1", ws / ".helix", ws / ".helix" / "jobs" / "j1",
+                   ws / "opt-round-1" / "profile", ws / "notes"):  # the last two: not contract folders
+        _temp(folder, "a.json", old=True)
+        _temp(folder, "b.json", old=True)
+    (ws / ".helix" / ".state.json.zz99zz99.tmp").write_text("{", encoding="utf-8")  # young: a live writer's
+    link = ws / "opt-round-1" / ".c.json.abcdefgh.tmp"
+    link.symlink_to(ws / "opt-note.md")  # a link named like one: never listed
+    os.utime(link, (OLD, OLD), follow_symlinks=False)
+    scanned = files.orphan_temps(ws)
+    assert len(scanned) == 10 and not any("profile" in str(p) or "notes" in str(p) for p in scanned)
+    assert _walked_temps(ws) == scanned  # the same files, in the same order
+
+
 def test_a_symlink_named_like_a_temp_file_is_never_followed_or_removed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ws = _round_ready(tmp_path / "w")
@@ -164,7 +189,7 @@ def test_a_symlink_named_like_a_temp_file_is_never_followed_or_removed(
     (ws / "baseline").rename(ws / "baseline-real")
     (ws / "baseline").symlink_to(outside, target_is_directory=True)
 
-    assert files.orphan_temps(ws) == []
+    assert files.orphan_temps(ws) == [] == _walked_temps(ws)
     assert [p for p in _status_problems(ws, capsys) if "temp file" in p["message"]] == []
     assert main(["repair", str(ws)]) == 0
     assert "Nothing to repair" in capsys.readouterr().out

@@ -218,7 +218,7 @@ def test_a_walk_goes_on_past_what_it_cannot_vouch_for(ws: Path, monkeypatch: pyt
     monkeypatch.setattr(status_cache, "RECENT_S", 3.0)
     found = status_cache.fingerprint(ws, ("json", "best", "None"))
     assert found.digest is None and found.listing is not None  # every file was just written
-    stats, folders = found.listing
+    stats, folders, _ = found.listing
     top = os.fspath(ws)
     assert {f"{top}/opt-round-1/round-state.json", f"{top}/opt-round-2/opt_add_perf.txt",
             f"{top}/.helix/state.json"} <= stats.keys()
