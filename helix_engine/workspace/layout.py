@@ -35,6 +35,19 @@ ROUND_TIMINGS_DIR = "round-timings"  # inside .helix/
 CACHE_DIR = "cache"  # inside .helix/: derived data (summaries, intervals, stored status), safe to delete
 
 
+_CHILD = getattr(Path, "_make_child_relpath", None)  # pathlib's own, for a name it already split
+
+
+def child(folder: Path, name: str) -> Path:
+    """``folder / name`` for one plain name (no ``/``, not ``.`` or ``..``), without pathlib
+    parsing it again: a 1000-round load makes ~3000 such paths (~2.5 us each through ``/``).
+    Where pathlib has no such helper, or the name is not plain, it is ``folder / name``."""
+    if _CHILD is not None and name and "/" not in name and name not in (".", "..") and "\0" not in name:
+        found: Path = _CHILD(folder, name)
+        return found
+    return folder / name
+
+
 @functools.lru_cache(maxsize=8192)
 def round_number(name: str) -> int | None:
     """``opt-round-12`` → 12; anything else (``opt-round-0``, ``-007``, ``-x``) → None. Kept per

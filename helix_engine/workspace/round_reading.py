@@ -214,8 +214,8 @@ def load_round(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCac
     ``previous``: the round's view as a reload's snapshot holds it; when its round-state.json is
     the file it was read from, its state is not read and validated again (a perf file rewritten:
     the usual reload)."""
-    state_path = rdir / layout.ROUND_STATE
-    state_id = file_id(state_path)  # before reading: a write in between makes the next load miss
+    state_id = file_id(f"{os.fspath(rdir)}/{layout.ROUND_STATE}")  # before reading: a write in between
+    # makes the next load miss
     if cache is not None and state_id is not None:
         hit = _remembered(root, n, rdir, stem, cache, state_id)
         if hit is not None:
@@ -323,11 +323,11 @@ def _built(root: Path, n: int, rdir: Path, stem: str | None, state: RoundState, 
     view = RoundView(number=n, path=rdir, state=state)
     out = LoadedRound(view)
     _check_round_name(out, rdir, n, state)
-    view.perf_file = rdir / str(state.perf_artifact)
+    view.perf_file = layout.child(rdir, str(state.perf_artifact))
     _perf_inputs(out, root, n, state_id, cache)
     if state.comparison_target_path:
         out.comparison_target = rdir / state.comparison_target_path
-    view.operator_file = rdir / f"opt_{stem}.py"
+    view.operator_file = layout.child(rdir, f"opt_{stem}.py")
     view.terminal = True
     view.completed = state.correctness_status == "passed" and state.benchmark_status == "passed"
     return out

@@ -120,7 +120,7 @@ def _set_round(snap: WorkspaceSnapshot, n: int, rdir: Path, reuse: bool = False)
     # a perf file outside its own (unlinked) round folder: a reload finds its owner by resolving
     # it; every other one is found by the folder a changed path lies in
     perf, foreign = loaded.view.perf_file, snap.extra.setdefault(_FOREIGN_PERF, {})
-    if perf is not None and (perf.parent != rdir or _is_link(rdir)):
+    if perf is not None and (os.path.dirname(os.fspath(perf)) != os.fspath(rdir) or _is_link(rdir)):
         foreign[n] = perf
     else:
         foreign.pop(n, None)
