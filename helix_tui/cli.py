@@ -25,6 +25,12 @@ def looks_like_path(word: str) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "status":  # answered without importing the engine's CLI (argparse) when it can
+        from helix_engine.commands.status import stored_output
+
+        answered = stored_output(args[1:])
+        if answered is not None:
+            return answered
     if args and args[0] == "tui":
         args = args[1:]
     elif args and (args[0] in _ENGINE_FLAGS or not args[0].startswith("-")):
