@@ -92,12 +92,28 @@ def lstat(path: str) -> os.stat_result:
     whole folder it is in (`walked`); raises OSError as os.lstat does."""
     listing = getattr(_WALK, "listing", None)
     if listing is not None:
+        if "/.." in path:  # a round's ../baseline/...: the same name, once the walk shows each ".." is safe
+            path = _collapsed(path, listing[1]) or path
         found = listing[0].get(path)
         if found is not None:
             return found
         if os.path.dirname(path) in listing[1]:
             raise FileNotFoundError(2, "No such file or directory", path)
     return os.lstat(path)
+
+
+def _collapsed(path: str, folders: set[str]) -> str | None:
+    """``path`` with each ``name/..`` removed where ``name`` is a folder the walk listed (a real
+    folder, never a link: then ``..`` leads where the text says); None when one is not."""
+    out: list[str] = []
+    for part in path.split("/"):
+        if part == "..":
+            if not out or "/".join(out) not in folders:
+                return None
+            out.pop()
+        elif part != "." or not out:
+            out.append(part)
+    return "/".join(out)
 
 
 def real_path(path: str) -> tuple[str, bool]:
@@ -180,12 +196,25 @@ def inside(path: Path, workspace: Path) -> bool:
 def shown(path: Path, workspace: Path | None) -> str:
     """``path`` relative to the workspace when it lies inside it, escaped for display (a file
     name can hold undecodable bytes or control characters)."""
+    if workspace is not None:  # the usual case, a path made from the workspace's: no abspath (a load asks ~2000)
+        text, top = os.fspath(path), os.fspath(workspace)
+        rest = text[len(top) + 1:]
+        if text.startswith(top) and text[len(top):len(top) + 1] == os.sep and top not in ("", ".", os.sep) \
+                and not top.endswith(os.sep + "..") and top != ".." and _normal(rest):
+            return clean_name(rest)
     full = os.path.abspath(path)
     if workspace is not None:
         root = os.path.abspath(workspace).rstrip(os.sep)
         if full.startswith(root + os.sep):
             return clean_name(full[len(root) + 1:])
     return clean_name(path)
+
+
+def _normal(rest: str) -> bool:
+    """Whether ``rest`` is a relative path abspath would leave as it is (no ``.``/``..`` names, no
+    empty ones)."""
+    return bool(rest) and not rest.startswith(os.sep) and not rest.endswith(os.sep) and (os.sep * 2) not in rest \
+        and all(part not in (".", "..") for part in rest.split(os.sep))
 
 
 def owning_workspace(path: Path) -> Path:

@@ -334,6 +334,8 @@ def _built(root: Path, n: int, rdir: Path, stem: str | None, state: RoundState, 
 
 
 def _check_round_name(out: LoadedRound, rdir: Path, n: int, state: RoundState) -> None:
+    if state.round == f"opt-round-{n}":  # what start-round writes: no pattern to match
+        return
     if layout.parse_round_ref(state.round) not in (None, n):
         out.problems.append(Problem(f"{rdir.name}/{layout.ROUND_STATE}", f"round is {state.round!r} but the "
                                     f"folder is {rdir.name}; make them agree", severity="warning"))

@@ -20,6 +20,10 @@ def test_engine_subcommand_and_flags_go_to_engine(monkeypatch) -> None:
     import helix_tui.app as app
 
     monkeypatch.setattr(app, "run_cockpit", lambda argv: seen.append(["COCKPIT", *argv]) or 0)
+    import helix_engine.commands.status as status_command
+
+    # status tries its fast path first (without the engine's CLI); what it does not answer goes on
+    monkeypatch.setattr(status_command, "stored_output", lambda words: seen.append(["FAST", *words]) and None)
     cli.main(["status", "--json", "x"])
     cli.main(["--version"])
     cli.main(["--no-watch", "ws"])
@@ -27,6 +31,7 @@ def test_engine_subcommand_and_flags_go_to_engine(monkeypatch) -> None:
     cli.main(["some/workspace"])
     cli.main([])
     assert seen == [
+        ["FAST", "--json", "x"],
         ["status", "--json", "x"],
         ["--version"],
         ["COCKPIT", "--no-watch", "ws"],

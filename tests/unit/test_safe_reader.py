@@ -368,3 +368,31 @@ def test_invalid_utf8_folder_name_is_escaped(ws: Path) -> None:
     assert any(p.file == "opt-round-\\udcff\\x1b[2J" for p in snap.problems), _problems(snap)
     text = _status_text(ws)
     assert "\udcff" not in text and "\x1b" not in text and "opt-round-\\udcff" in text
+
+
+from hypothesis import given  # noqa: E402 - the property test below only
+from hypothesis import strategies as st  # noqa: E402
+
+_PART = st.sampled_from(["ws", "a", "opt-round-1", ".", "..", "", "x y", "b.txt"])
+
+
+@given(st.lists(_PART, max_size=3), st.lists(_PART, max_size=4), st.booleans())
+def test_shown_is_the_path_relative_to_its_workspace_as_abspath_makes_it(top: list[str], rest: list[str],
+                                                                          absolute: bool) -> None:
+    """reading.shown's text shortcut (a load asks it ~2000 times) gives what abspath gives."""
+    import os
+
+    from helix_engine.sanitize import clean_name
+    from helix_engine.workspace.reading import shown
+
+    base = ("/tmp/" if absolute else "") + "/".join(top)
+    workspace = Path(base) if base else Path(".")
+    path = Path(base, *rest) if rest else workspace
+    full, root = os.path.abspath(path), os.path.abspath(workspace).rstrip(os.sep)
+    expected = clean_name(full[len(root) + 1:]) if full.startswith(root + os.sep) else clean_name(path)
+    assert shown(path, workspace) == expected
+    assert shown(os.fspath(path), os.fspath(workspace)) == expected  # as text too
+    raw = (base or ".") + "/" + "/".join(rest)  # text pathlib has not normalized ("a/./b", "a//b")
+    full, root = os.path.abspath(raw), os.path.abspath(base or ".").rstrip(os.sep)
+    expected = clean_name(full[len(root) + 1:]) if full.startswith(root + os.sep) else clean_name(raw)
+    assert shown(raw, base or ".") == expected  # text, as some callers pass

@@ -269,3 +269,24 @@ def test_a_computed_status_looks_at_no_round_file_the_walk_saw(ws: Path, capsys:
     assert [p for p in round_files if p in walked] == [p for p in round_files if p.endswith(status_cache.CACHE_NAME)]
     monkeypatch.undo()
     assert out == _computed(capsys, ws, "--json")
+
+
+def test_lstat_reads_a_name_up_and_over_a_listed_folder_from_the_listing(
+        ws: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A round's comparison target (opt-round-N/../baseline/...) is the baseline's name in the
+    listing, but only through folders the walk listed (a linked folder's .. leads elsewhere)."""
+    from helix_engine.workspace import reading
+
+    (ws / "linked").symlink_to(tmp_path, target_is_directory=True)
+    found = status_cache.fingerprint(ws, ("json", "best", "None"))
+    calls: list[str] = []
+    real = os.lstat
+    monkeypatch.setattr(os, "lstat", lambda path, *a, **k: calls.append(os.fspath(path)) or real(path, *a, **k))
+    top = os.fspath(ws)
+    with reading.walked(found.listing):
+        assert reading.lstat(f"{top}/opt-round-2/../baseline/add_perf.txt").st_ino == \
+            real(f"{top}/baseline/add_perf.txt").st_ino
+        assert calls == []
+        with pytest.raises(FileNotFoundError):  # a link: looked at for real (it leads out of the workspace)
+            reading.lstat(f"{top}/linked/../baseline/add_perf.txt")
+        assert calls == [f"{top}/linked/../baseline/add_perf.txt"]
