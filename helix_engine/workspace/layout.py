@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import operator
 import os
 import re
 import stat
@@ -35,6 +36,7 @@ ROUND_TIMINGS_DIR = "round-timings"  # inside .helix/
 CACHE_DIR = "cache"  # inside .helix/: derived data (summaries, intervals, stored status), safe to delete
 
 
+_NAME = operator.attrgetter("name")
 _CHILD = getattr(Path, "_make_child_relpath", None)  # pathlib's own, for a name it already split
 
 
@@ -123,7 +125,7 @@ def list_round_dirs(workspace: Path, known: dict[int, Path] | None = None,
     problems: list[Problem] = []
     try:
         found_entries = _entries(workspace) if listed is None else listed
-        entries = sorted((e for e in found_entries if e.name.startswith(ROUND_PREFIX)), key=lambda e: e.name)
+        entries = sorted((e for e in found_entries if e.name.startswith(ROUND_PREFIX)), key=_NAME)
     except OSError as exc:
         return {}, [Problem(file=".", message=f"cannot list the workspace ({exc.strerror or exc})")]
     base = Path(workspace)
@@ -143,7 +145,7 @@ def list_round_dirs(workspace: Path, known: dict[int, Path] | None = None,
             continue
         # a round number has one folder name (no leading zeros), so a known path for n is this
         # name's: reused, not joined again (~3 µs a Path, every round folder on every reload)
-        entry = known.get(n) or base / name
+        entry = known.get(n) or child(base, name)
         if _plain_dir(found):  # a real folder, no link: nothing to check (no system call either)
             rounds[n] = entry
             continue

@@ -105,6 +105,10 @@ def lstat(path: str) -> os.stat_result:
 def _collapsed(path: str, folders: set[str]) -> str | None:
     """``path`` with each ``name/..`` removed where ``name`` is a folder the walk listed (a real
     folder, never a link: then ``..`` leads where the text says); None when one is not."""
+    at = path.find("/../")
+    if at > 0 and "/.." not in path[at + 3:] and "/./" not in path and path[:at] in folders:
+        head = path[:at].rpartition("/")[0]  # the usual opt-round-N/../baseline/x: one step up
+        return f"{head}/{path[at + 4:]}" if head else path[at + 4:]
     out: list[str] = []
     for part in path.split("/"):
         if part == "..":

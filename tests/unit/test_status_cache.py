@@ -290,3 +290,14 @@ def test_lstat_reads_a_name_up_and_over_a_listed_folder_from_the_listing(
         with pytest.raises(FileNotFoundError):  # a link: looked at for real (it leads out of the workspace)
             reading.lstat(f"{top}/linked/../baseline/add_perf.txt")
         assert calls == [f"{top}/linked/../baseline/add_perf.txt"]
+
+
+@pytest.mark.parametrize("path, expected", [
+    ("ws/r1/../baseline/x", "ws/baseline/x"), ("r1/../x", "x"), ("/a/ws/r1/../b/c", "/a/ws/b/c"),
+    ("ws/r1/../../x", "x"), ("ws/r1/./../x", "ws/x"),
+    ("ws/r2/../x", None), ("ws/r1/../b/../c", None),  # r2, ws/b: not folders the walk listed
+])
+def test_a_dot_dot_is_collapsed_only_over_listed_folders(path: str, expected: str | None) -> None:
+    from helix_engine.workspace.reading import _collapsed
+
+    assert _collapsed(path, {"ws/r1", "ws", "r1", "/a/ws/r1"}) == expected
