@@ -238,7 +238,7 @@ def orphan_temps(workspace: Path, *, max_age_s: float = TEMP_MAX_AGE_S) -> list[
 CONTRACT_FOLDER = re.compile(r"|baseline|opt-round-[1-9][0-9]*|\.helix|\.helix/jobs/[^/]+")
 
 
-def _listed_temps(top: str, listing: tuple[dict[str, os.stat_result], set[str], list[str]],
+def _listed_temps(top: str, listing: tuple[dict[str, tuple[int, int, int, int, int]], set[str], list[str]],
                   max_age_s: float) -> list[Path]:
     stats, _, temps = listing
     now = time.time()
@@ -248,7 +248,7 @@ def _listed_temps(top: str, listing: tuple[dict[str, os.stat_result], set[str], 
         rel = folder[len(top) + 1:] if folder != top else ""
         st = stats.get(path)
         if (folder == top or folder.startswith(top + "/")) and CONTRACT_FOLDER.fullmatch(rel) and st is not None \
-                and stat.S_ISREG(st.st_mode) and now - st.st_mtime >= max_age_s:
+                and stat.S_ISREG(st[0]) and now - st[4] / 1e9 >= max_age_s:
             # `_temp_folders`' order: the workspace, its round folders and baseline, .helix, its jobs
             rank = 0 if not rel else 2 if rel == HELIX_DIR else 3 if rel.startswith(HELIX_DIR) else 1
             found.append(((rank, rel, name), path))

@@ -63,12 +63,14 @@ def load_session() -> Iterator[None]:
         _SESSION.folders = outer_folders
 
 
-_WALK = threading.local()  # .stats: path -> lstat result, .folders: folders listed whole (per thread)
+_WALK = threading.local()  # .listing: a walk's (entries, folders listed whole, temp names), per thread
+#: What `seen` gives of an entry: (st_mode, st_dev, st_ino, st_size, st_mtime_ns) of its own lstat.
+Seen = tuple[int, int, int, int, int]
 
 
 @contextlib.contextmanager
-def walked(listing: tuple[dict[str, os.stat_result], set[str], list[str]] | None) -> Iterator[None]:
-    """Answer `lstat` from ``listing``, what a walk of the workspace saw just before (`helix status`
+def walked(listing: tuple[dict[str, Seen], set[str], list[str]] | None) -> Iterator[None]:
+    """Answer `seen` from ``listing``, what a walk of the workspace saw just before (`helix status`
     walks it to vouch for its stored output: status_cache.Listing), for the duration of one load.
     Why: a load looks at ~9 names a round (is it there, a link, a regular file, its identity);
     at 1000 rounds those 9000 lstats were ~15 ms of a computed status, and the walk had just made
@@ -81,15 +83,17 @@ def walked(listing: tuple[dict[str, os.stat_result], set[str], list[str]] | None
         _WALK.listing = outer
 
 
-def walk_listing() -> tuple[dict[str, os.stat_result], set[str], list[str]] | None:
+def walk_listing() -> tuple[dict[str, Seen], set[str], list[str]] | None:
     """The listing this thread's load was given (`walked`), if any."""
-    found: tuple[dict[str, os.stat_result], set[str], list[str]] | None = getattr(_WALK, "listing", None)
+    found: tuple[dict[str, Seen], set[str], list[str]] | None = getattr(_WALK, "listing", None)
     return found
 
 
-def lstat(path: str) -> os.stat_result:
-    """``os.lstat(path)``, from the walk this thread's load was given when it saw ``path`` or the
-    whole folder it is in (`walked`); raises OSError as os.lstat does."""
+def seen(path: str) -> Seen:
+    """``(st_mode, st_dev, st_ino, st_size, st_mtime_ns)`` of ``os.lstat(path)``, from the walk this
+    thread's load was given when it saw ``path`` or the whole folder it is in (`walked`); raises
+    OSError as os.lstat does. Five numbers, not a stat result: a walk keeps one per entry (a stat
+    result with its ~15 objects was ~4.5 MiB at 1000 rounds)."""
     listing = getattr(_WALK, "listing", None)
     if listing is not None:
         if "/.." in path:  # a round's ../baseline/...: the same name, once the walk shows each ".." is safe
@@ -99,7 +103,8 @@ def lstat(path: str) -> os.stat_result:
             return found
         if os.path.dirname(path) in listing[1]:
             raise FileNotFoundError(2, "No such file or directory", path)
-    return os.lstat(path)
+    st = os.lstat(path)
+    return (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _collapsed(path: str, folders: set[str]) -> str | None:
@@ -138,7 +143,7 @@ def _realpath(path: str) -> tuple[str, bool]:
     real_folder = _real_folder(folder, folders)
     full = os.path.join(real_folder, name)
     try:
-        is_link = stat.S_ISLNK(lstat(full).st_mode)
+        is_link = stat.S_ISLNK(seen(full)[0])
     except OSError:
         return full, False  # missing (or unreadable): realpath keeps the name as it is
     if is_link:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from helix_engine.workspace.models import PerfRecord
-from helix_engine.workspace.reading import lstat
+from helix_engine.workspace.reading import seen
 
 #: Record lists kept (a pane's round, its parent, the baseline's comparisons in flight).
 KEPT = 8
@@ -34,10 +34,10 @@ def file_id(path: Path | str | None) -> FileId | None:
     if path is None:
         return None
     try:
-        st = lstat(os.fspath(path))
+        _, dev, ino, size, mtime_ns = seen(os.fspath(path))
     except (OSError, ValueError):
         return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
+    return [dev, ino, size, mtime_ns]
 
 
 def read_records(path: Path, workspace: Path) -> list[PerfRecord]:

@@ -32,9 +32,9 @@ from helix_engine.workspace.reading import (
     link_problem,
     list_dir,
     load_model,
-    lstat,
     read_json_object,
     read_perf_safe,
+    seen,
     shown,
 )
 from helix_engine.workspace.records import file_id
@@ -246,7 +246,7 @@ def load_round(root: Path, n: int, rdir: Path, stem: str | None, cache: RoundCac
 def _kind(path: str) -> int | None:
     """The st_mode of ``path``'s own entry; None when it is missing or a link."""
     try:
-        mode = lstat(path).st_mode
+        mode = seen(path)[0]
     except (OSError, ValueError):
         return None
     return None if stat.S_ISLNK(mode) else mode

@@ -26,9 +26,9 @@ from helix_engine.workspace.reading import (
     exists_file,
     list_dir,
     load_session,
-    lstat,
     read_text_safe,
     real_path,
+    seen,
     shown,
 )
 from helix_engine.workspace.records import file_id
@@ -127,9 +127,9 @@ def _set_round(snap: WorkspaceSnapshot, n: int, rdir: Path, reuse: bool = False)
 
 
 def _is_link(path: Path) -> bool:
-    """``os.path.islink``, from the walk the load was given (reading.lstat)."""
+    """``os.path.islink``, from the walk the load was given (reading.seen)."""
     try:
-        return stat.S_ISLNK(lstat(os.fspath(path)).st_mode)
+        return stat.S_ISLNK(seen(os.fspath(path))[0])
     except (OSError, ValueError):
         return False
 
@@ -332,14 +332,15 @@ def _relative(root: Path, path: Path) -> Path | None:
 
 def _file_key(path: Path) -> tuple[int, int] | None:
     """(device, inode) of the file a path leads to: one stat instead of a realpath walk (the
-    walk's lstat when it saw the name and it is no link, reading.lstat)."""
+    walk's lstat when it saw the name and it is no link, reading.seen)."""
     try:
-        st = lstat(os.fspath(path))
-        if stat.S_ISLNK(st.st_mode):
+        mode, dev, ino, _, _ = seen(os.fspath(path))
+        if stat.S_ISLNK(mode):
             st = os.stat(path)
+            dev, ino = st.st_dev, st.st_ino
     except (OSError, ValueError):
         return None
-    return st.st_dev, st.st_ino
+    return dev, ino
 
 
 def _safe_resolve(path: Path) -> Path | None:

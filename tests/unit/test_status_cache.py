@@ -226,7 +226,7 @@ def test_a_walk_goes_on_past_what_it_cannot_vouch_for(ws: Path, monkeypatch: pyt
     assert f"{top}/.helix/cache" not in folders  # never walked: a cache never changes an output
 
 
-def test_lstat_answers_from_the_listing_and_falls_back_outside_it(ws: Path, capsys: pytest.CaptureFixture[str],
+def test_seen_answers_from_the_listing_and_falls_back_outside_it(ws: Path, capsys: pytest.CaptureFixture[str],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from helix_engine.workspace import reading
 
@@ -237,15 +237,15 @@ def test_lstat_answers_from_the_listing_and_falls_back_outside_it(ws: Path, caps
     monkeypatch.setattr(os, "lstat", lambda path, *a, **k: calls.append(os.fspath(path)) or real(path, *a, **k))
     state = os.fspath(ws / "opt-round-1" / "round-state.json")
     with reading.walked(found.listing):
-        assert reading.lstat(state).st_ino == real(state).st_ino
+        assert reading.seen(state)[2] == real(state).st_ino
         with pytest.raises(FileNotFoundError):
-            reading.lstat(os.fspath(ws / "opt-round-1" / "opt_add_perf.paired.json"))  # its folder was listed
+            reading.seen(os.fspath(ws / "opt-round-1" / "opt_add_perf.paired.json"))  # its folder was listed
         assert calls == []
-        reading.lstat(os.fspath(ws / ".helix" / "cache"))  # seen by the walk, not walked into
+        reading.seen(os.fspath(ws / ".helix" / "cache"))  # seen by the walk, not walked into
         assert calls == []
-        reading.lstat(os.fspath(ws / STORED))  # in a folder not walked: looked at
+        reading.seen(os.fspath(ws / STORED))  # in a folder not walked: looked at
         assert len(calls) == 1
-    reading.lstat(state)  # outside the load: looked at
+    reading.seen(state)  # outside the load: looked at
     assert len(calls) == 2
 
 
@@ -271,7 +271,7 @@ def test_a_computed_status_looks_at_no_round_file_the_walk_saw(ws: Path, capsys:
     assert out == _computed(capsys, ws, "--json")
 
 
-def test_lstat_reads_a_name_up_and_over_a_listed_folder_from_the_listing(
+def test_seen_reads_a_name_up_and_over_a_listed_folder_from_the_listing(
         ws: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A round's comparison target (opt-round-N/../baseline/...) is the baseline's name in the
     listing, but only through folders the walk listed (a linked folder's .. leads elsewhere)."""
@@ -284,11 +284,11 @@ def test_lstat_reads_a_name_up_and_over_a_listed_folder_from_the_listing(
     monkeypatch.setattr(os, "lstat", lambda path, *a, **k: calls.append(os.fspath(path)) or real(path, *a, **k))
     top = os.fspath(ws)
     with reading.walked(found.listing):
-        assert reading.lstat(f"{top}/opt-round-2/../baseline/add_perf.txt").st_ino == \
+        assert reading.seen(f"{top}/opt-round-2/../baseline/add_perf.txt")[2] == \
             real(f"{top}/baseline/add_perf.txt").st_ino
         assert calls == []
         with pytest.raises(FileNotFoundError):  # a link: looked at for real (it leads out of the workspace)
-            reading.lstat(f"{top}/linked/../baseline/add_perf.txt")
+            reading.seen(f"{top}/linked/../baseline/add_perf.txt")
         assert calls == [f"{top}/linked/../baseline/add_perf.txt"]
 
 
