@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from helix_engine.perf.report import estimate_to_json
 from helix_engine.perf.results import RoundPromotion, SpeedupEstimate
+from helix_engine.record import record
 from helix_engine.sanitize import SGR, clean
 from helix_engine.workspace import logged_best, status_rules
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
@@ -29,7 +30,7 @@ _COLORS = {"ok": SGR["green"], "warning": SGR["yellow"], "no-session": SGR["dim"
 _RESET = SGR["reset"]
 
 
-@dataclass
+@record
 class OperatorStatus:
     name: str
     path: Path

@@ -7,12 +7,12 @@ comparison (perf/promotion.py then builds a LaterPromotion, its comparison made 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from helix_engine.perf import evaluation
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.results import RoundPromotion
+from helix_engine.record import record
 
 if TYPE_CHECKING:
     from helix_engine.perf.promotion import Candidate, Judged
@@ -32,7 +32,7 @@ def values_of(cand: Candidate) -> evaluation.CaseValues | None:
 SLACK = 1e-9
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class BestBound:
     """What ``decides`` needs of the best before a run of rounds, made once per best (a new
     best judges every later round): its entry, values, the column the pairings take whole, its

@@ -36,6 +36,7 @@ from helix_engine.perf.results import (
     SpeedupEstimate,
     Statistic,
 )
+from helix_engine.record import record
 from helix_engine.workspace.models import PerfRecord
 
 #: A time below this (µs) is below what a device timer resolves: 1 ns.
@@ -51,7 +52,7 @@ Metric = Literal["kernel", "total-op"]
 STATISTICS: tuple[Statistic, ...] = ("mean", "median")
 
 
-@dataclass
+@record
 class Pair:
     """One case both sides have, as a rule paired it: the two times it compares."""
 
@@ -65,7 +66,7 @@ class Pair:
     compare_record: PerfRecord | None = None
 
 
-@dataclass
+@record
 class Paired:
     """What a rule's pairing produced: pairs, or the errors that stop the comparison."""
 
@@ -222,7 +223,7 @@ def _geo(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-@dataclass
+@record
 class _CaseSamples:
     b: list[float]
     c: list[float]

@@ -22,11 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from helix_engine.perf import stats
+from helix_engine.record import record
 from helix_engine.workspace import filemodel
 from helix_engine.workspace.filemodel import FileModel, ValidationError
 from helix_engine.workspace.models import PerfRecord
@@ -114,7 +114,7 @@ class PairedRun(_Model):
         return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
-@dataclass
+@record
 class Block:
     """One block of one case: each side's samples in it (µs)."""
 

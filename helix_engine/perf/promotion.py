@@ -22,7 +22,7 @@ import functools
 import itertools
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from helix_engine.perf import bound, evaluation
@@ -40,10 +40,11 @@ from helix_engine.perf.results import (
     RoundPromotion,
     SpeedupEstimate,
 )
+from helix_engine.record import record
 from helix_engine.workspace.models import PerfRecord
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Candidate:
     """One round as the rule sees it. ``vs_baseline`` is its status-rule comparison (with or
     without intervals: the rule computes them when the point could pass)."""
@@ -165,7 +166,7 @@ def judge_vs_baseline(ev: RoundEvaluation, baseline: Sequence[PerfRecord], recor
     return _judged_geomean(ev, baseline, records, metric, margins, store)
 
 
-@dataclass
+@record
 class PromotionMemo:
     """What one ``promote`` computed, for the next call on (mostly) the same rounds: a reload after
     one perf file changes re-decides only the rounds whose inputs changed (that round, and those
@@ -189,7 +190,7 @@ class PromotionMemo:
     inputs: tuple[object, ...] = ()
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class _Step:
     promotion: RoundPromotion
     becomes_best: bool = False
@@ -233,7 +234,7 @@ class _LaterStep(LaterPromotion):
 _AnyStep = _Step | _LaterStep
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class Judged:
     """What the rule reads of a judged comparison: its geomean, and the margin it is judged by."""
 

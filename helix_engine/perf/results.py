@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
+
+from helix_engine.record import record
 
 Statistic = Literal["mean", "median"]
 Verdict = Literal["faster", "slower", "within-noise"]
@@ -67,14 +69,14 @@ def _dumped(value: Any, exclude_defaults: bool) -> Any:
     return value
 
 
-@dataclass(slots=True, kw_only=True)
+@record(slots=True, kw_only=True)
 class Interval(_Result):
     low: float
     high: float
     confidence: float = 0.95
 
 
-@dataclass(slots=True, kw_only=True)
+@record(slots=True, kw_only=True)
 class SpeedupEstimate(_Result):
     """One speedup statistic (baseline/candidate): its point, its own interval, its verdict."""
 
@@ -93,7 +95,7 @@ class SpeedupEstimate(_Result):
         return (self.interval.low, self.interval.high) if self.interval is not None else None
 
 
-@dataclass(slots=True, kw_only=True)
+@record(slots=True, kw_only=True)
 class CaseProblem(_Result):
     """A case that could not be evaluated: which, on which side, and a sentence saying what to do."""
 
@@ -105,13 +107,13 @@ class CaseProblem(_Result):
     def to_json(self, *, exclude_defaults: bool = False) -> dict[str, Any]:
         """As every result, a non-finite value as its name ("nan", "inf", "-inf"): strict JSON has
         no such number."""
-        out = super(CaseProblem, self).to_json(exclude_defaults=exclude_defaults)  # slots: no bare super()
+        out = super(CaseProblem, self).to_json(exclude_defaults=exclude_defaults)  # noqa: UP008 - slots: no bare super()
         if isinstance(self.value, float) and not math.isfinite(self.value):
             out["value"] = repr(self.value)
         return out
 
 
-@dataclass(slots=True, kw_only=True)
+@record(slots=True, kw_only=True)
 class CaseEvaluation(_Result):
     """One compared case. ``delta_pct`` = (c−b)/b·100 (negative = faster)."""
 
@@ -136,7 +138,7 @@ class CaseEvaluation(_Result):
         return self.mean.point
 
 
-@dataclass(slots=True, kw_only=True)
+@record(slots=True, kw_only=True)
 class Pairing(_Result):
     """Where a paired comparison came from: one job measured both sides, interleaved in blocks."""
 
@@ -147,7 +149,7 @@ class Pairing(_Result):
     design: str = ""
 
 
-@dataclass(slots=True, kw_only=True)
+@record(slots=True, kw_only=True)
 class RoundEvaluation(_Result):
     """A candidate's perf records against a reference's, under one rule and metric choice.
 
@@ -188,7 +190,7 @@ class RoundEvaluation(_Result):
         return not self.errors and not self.skipped and bool(self.cases)
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class RoundPromotion:
     """What the promotion rule decided for one round, and on which numbers. A plain dataclass,
     not a validated model: only the promotion rule builds it, from estimates already validated,
@@ -286,7 +288,7 @@ class LaterPromotion(RoundPromotion):
         return self._make is not None
 
 
-@dataclass(slots=True, kw_only=True)
+@record(slots=True, kw_only=True)
 class Promotion(_Result):
     """The promotion rule over a workspace's rounds, in round order."""
 

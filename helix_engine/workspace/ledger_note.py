@@ -6,9 +6,10 @@ importing the markdown parser and writer (~4 ms of a computed `helix status`, is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
+from helix_engine.record import record
 from helix_engine.workspace.layout import parse_round_ref
 from helix_engine.workspace.problem import Problem
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
     from helix_engine.workspace.md_sections import Section
 
 
-@dataclass
+@record
 class OptNoteRound:
     """One ``## Round N`` entry as written in opt-note.md (values verbatim, None if absent)."""
 
@@ -30,7 +31,7 @@ class OptNoteRound:
     attempts: str | None = None
 
 
-@dataclass
+@record
 class OptNote:
     """The parsed ledger. ``sections`` is what the writer edits; ``render`` gives the text."""
 

@@ -6,8 +6,9 @@ text; and upstream's warning when the computed best differs from it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
+
+from helix_engine.record import record
 
 BEST_MISMATCH_PREFIX = "numeric best round != logged best"
 LOGGED_DISAGREE = "overall summary best round differs from legacy current best marker"
@@ -26,7 +27,7 @@ def normalize_logged_round(text: str | None) -> str | None:
     return None
 
 
-@dataclass
+@record
 class LoggedBest:
     summary_best: str | None
     marker_best: str | None

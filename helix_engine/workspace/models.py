@@ -13,15 +13,17 @@ model for the rules it enforces.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-# The evaluation core's typed results (perf/results.py imports nothing from here); the old
-# names CaseDelta and Comparison stay for callers.
 from helix_engine.perf.results import CaseEvaluation as CaseDelta  # noqa: F401
 from helix_engine.perf.results import Promotion, RoundPromotion  # noqa: F401
 from helix_engine.perf.results import RoundEvaluation as Comparison
+
+# The evaluation core's typed results (perf/results.py imports nothing from here); the old
+# names CaseDelta and Comparison stay for callers.
+from helix_engine.record import record
 from helix_engine.workspace import filemodel
 from helix_engine.workspace.filemodel import FileModel
 from helix_engine.workspace.problem import Problem  # noqa: F401 - re-exported (readers import it from here)
@@ -353,7 +355,7 @@ def finite_positive(value: float | None) -> bool:
 # --------------------------------------------------------------------------- snapshot views
 
 
-@dataclass
+@record
 class BaselineView:
     path: Path
     state: BaselineState | None
@@ -363,7 +365,7 @@ class BaselineView:
     problems: list[Problem] = field(default_factory=list)
 
 
-@dataclass
+@record
 class RoundView:
     number: int
     path: Path
@@ -420,7 +422,7 @@ class RoundView:
         return f"round-{self.number}"
 
 
-@dataclass
+@record
 class WorkspaceSnapshot:
     root: Path
     operator_file: Path | None = None

@@ -28,11 +28,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from helix_engine.code_identity import modules_digest
+from helix_engine.record import record
 from helix_engine.workspace import sealed
 from helix_engine.workspace.models import Problem
 
@@ -58,7 +59,7 @@ def code_digest() -> str:
     return modules_digest(f"rounds {VERSION}", _CODE)
 
 
-@dataclass
+@record
 class RoundSummary:
     """What the status rules and the promotion rule keep of one round (no perf records): why it
     was skipped, its warnings, its comparison with the baseline (cases dropped), its rank for the

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 from helix_engine.perf.interval_cache import records_digest
 from helix_engine.perf.paired import sidecar_of
+from helix_engine.record import record
 from helix_engine.workspace import layout, status_pairing, status_rules
 from helix_engine.workspace.models import (
     BaselineState,
@@ -177,7 +178,7 @@ def load_baseline(root: Path, stem: str | None,
 # -------------------------------------------------------------------------------------- rounds
 
 
-@dataclass
+@record
 class LoadedRound:
     view: RoundView
     problems: list[Problem] = field(default_factory=list)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
 from helix_engine.perf import evaluation
 from helix_engine.perf.evaluation import CaseValues, Metric, Pair, Paired
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.results import RoundEvaluation
+from helix_engine.record import record
 from helix_engine.workspace.models import PerfRecord, Problem
 
 #: An error message starting like this is the recoverable "kernel not matched" case.
@@ -34,7 +35,7 @@ def metric_for_round(requested: str | None, effective: str | None) -> str:
     return "auto"
 
 
-@dataclass
+@record
 class PerfIssues:
     """What makes a perf file unusable for comparison (upstream's parser would refuse it)."""
 
@@ -114,7 +115,7 @@ def case_values(records: list[PerfRecord]) -> CaseValues | None:
     return values
 
 
-@dataclass
+@record
 class RoundResult:
     """One round judged by the status rules."""
 
@@ -124,7 +125,7 @@ class RoundResult:
     problems: list[Problem]
 
 
-@dataclass
+@record
 class StatusPairing:
     """The status rule's pairing of a round with the baseline, and what upstream warns about."""
 
@@ -134,7 +135,7 @@ class StatusPairing:
     refused: bool = False
 
 
-@dataclass
+@record
 class ValuePairs:
     """``pair_values``' answer: the pairs as columns (latency ids, metrics, baseline µs, compare
     µs) and the dropped cases (latency id, side, that side's value, reason), each in latency id

@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect
 import functools
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from helix_engine.perf import evaluation
@@ -21,6 +21,7 @@ from helix_engine.perf.interval_cache import IntervalCache
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.promotion import Candidate, PromotionMemo, judge_vs_baseline, promote
 from helix_engine.perf.results import LaterPromotion, Promotion, RoundEvaluation
+from helix_engine.record import record
 from helix_engine.workspace.logged_best import LOGGED_DISAGREE, LoggedBest, best_mismatch_warning, logged_best_from_note
 from helix_engine.workspace.models import PerfRecord, Problem, RoundView
 from helix_engine.workspace.records import LazyRecords, file_id
@@ -96,7 +97,7 @@ def round_skip_reason(view: RoundView, state_note: str | None) -> str | None:
 # ----------------------------------------------------------------------------- whole workspace
 
 
-@dataclass
+@record
 class Evaluation:
     """`helix status` for one workspace under one metric choice."""
 
@@ -261,7 +262,7 @@ CACHE_KEY = "round_cache"
 _RoundOutcome = RoundSummary
 
 
-@dataclass
+@record
 class EvaluationMemo:
     """What one ``evaluate`` computed, kept by the snapshot for the evaluation of its reload: a
     round whose key (the identities of the files it was judged from, ``_round_key``) is the one
