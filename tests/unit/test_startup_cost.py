@@ -78,3 +78,28 @@ def test_status_imports_no_pydantic_and_compiles_only_the_models_it_validates(tm
     assert set(found["deferred"]) & unused  # some were imported, and stayed uncompiled
     # what only job children (subprocess: nvidia-smi) and intervals (statistics) use is imported there
     assert not {"subprocess", "statistics"} & set(found["modules"])
+
+
+def test_a_computed_status_after_one_perf_file_imports_only_what_it_reads(tmp_path: Path) -> None:
+    """The computed status (one perf file rewritten since the last run) answers from the sealed
+    caches: no argparse (its own parse), no markdown parser (the ledger's facts are cached), no
+    tempfile (the cache writer names its own temp file), no datetime (no comparison is made)."""
+    import os
+
+    ws = build_workspace(tmp_path, baseline={"a": 10.0, "b": 20.0},
+                         rounds=[{"a": 8.0, "b": 18.0}, {"a": 9.0, "b": 10.0}])
+    old = 1_700_000_000
+    for path in [ws, *ws.rglob("*")]:
+        os.utime(path, (old, old), follow_symlinks=False)  # settled: the first run keeps every entry
+    assert _run("status", str(ws), "--json")["code"] == 0
+    perf = ws / "opt-round-1" / "opt_add_perf.txt"
+    perf.write_bytes(perf.read_bytes())
+    os.utime(perf, (old, old))
+    found = _run("status", str(ws), "--json")
+    assert found["code"] == 0 and json.loads(found["stdout"])["operators"][0]["best_round"] == "round-2"
+    bare = subprocess.run([sys.executable, "-c", "import json, sys; print(json.dumps(sorted(sys.modules)))"],
+                          capture_output=True, text=True, check=True)
+    at_start = set(json.loads(bare.stdout))  # what this interpreter's site imports anyway (.pth hooks)
+    loaded = set(found["modules"]) - at_start
+    assert sorted({"argparse", "tempfile", "textwrap", "datetime", "pydantic", "helix_engine.cli",
+                   "helix_engine.workspace.markdown"} & loaded) == []
