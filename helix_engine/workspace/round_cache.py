@@ -264,8 +264,9 @@ class RoundCache:
 
 _PARTS = ("perf", "reads", "files", "rounds")
 #: A file changed this recently is not kept by its identity: a second write of the same size within
-#: one timestamp tick would look unchanged (status_cache.RECENT_S, the stored output's guard).
-RECENT_NS = 3_000_000_000
+#: one timestamp tick would look unchanged (the stored output's guard, status_cache.RECENT_S: some
+#: filesystems keep whole or even two seconds).
+RECENT_NS = 3_000_000_000  # = status_cache.RECENT_S (not imported: a load needs nothing else of it)
 
 
 def _settled(ident: Any) -> bool:
