@@ -100,15 +100,19 @@ def _check_str(value: Any, loc: tuple[Any, ...], errors: list[dict[str, Any]]) -
 def _check_bool(value: Any, loc: tuple[Any, ...], errors: list[dict[str, Any]]) -> Any:
     if value is True or value is False:
         return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
     if isinstance(value, str):
-        word = value.strip().lower()
+        word = value.lower()  # not stripped: pydantic refuses " yes "
         if word in _TRUE:
             return True
         if word in _FALSE:
             return False
         return _error(errors, loc, "bool_parsing", "Input should be a valid boolean, unable to interpret input")
+    if isinstance(value, (int, float)):
+        if value in (0, 1):
+            return bool(value)
+        # a whole number that fits 64 bits is a word it cannot read; anything else is no boolean at all
+        if (isinstance(value, int) or (math.isfinite(value) and value == int(value))) and -2**63 <= value < 2**63:
+            return _error(errors, loc, "bool_parsing", "Input should be a valid boolean, unable to interpret input")
     return _error(errors, loc, "bool_type", "Input should be a valid boolean")
 
 
@@ -119,12 +123,16 @@ def _check_int(value: Any, loc: tuple[Any, ...], errors: list[dict[str, Any]]) -
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        if not (math.isfinite(value) and value == int(value)):
+        if not math.isfinite(value):
+            return _error(errors, loc, "finite_number", "Input should be a finite number")
+        if value != int(value):
             return _error(errors, loc, "int_from_float", "Input should be a valid integer, got a number with a "
                           "fractional part")
-        if abs(value) < 2**63:
-            return int(value)
-    elif isinstance(value, str):
+        if abs(value) >= 2**63:
+            return _error(errors, loc, "int_parsing_size", "Unable to parse input string as an integer, exceeded "
+                          "maximum size")
+        return int(value)
+    if isinstance(value, str):
         text = value.strip()
         if _INT_TEXT.fullmatch(text):
             return int(text.partition(".")[0])
@@ -137,7 +145,10 @@ def _check_float(value: Any, loc: tuple[Any, ...], errors: list[dict[str, Any]])
     if isinstance(value, float):
         return value
     if isinstance(value, int):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer past a float's range (a crafted line): not a number
+            return _error(errors, loc, "float_type", "Input should be a valid number")
     if isinstance(value, str):
         try:
             if not value.isascii():  # float() reads other scripts' digits; pydantic does not
@@ -343,7 +354,8 @@ class FileModel(metaclass=_ModelMeta):
             for key in extra:
                 _error(errors, (key,), "extra_forbidden", "Extra inputs are not permitted")
         setter(self, "_extra", extra or None)
-        setter(self, "_set", _shared_keys(frozenset(data)))
+        keys = frozenset(data)
+        setter(self, "_set", keys if extra else _shared_keys(keys))  # unknown keys: its own set
         if not errors:
             try:
                 self._validate()
@@ -417,24 +429,25 @@ class FileModel(metaclass=_ModelMeta):
         found: dict[str, Any] | None = object.__getattribute__(self, "_extra")
         return found if found is not None else {}
 
-    def model_dump(self, *, mode: str = "json", exclude_none: bool = False) -> dict[str, Any]:
-        """Declared fields in order (models and lists copied), then the unknown keys."""
+    def model_dump(self, *, mode: str = "python", exclude_none: bool = False) -> dict[str, Any]:
+        """Declared fields in order (models and lists copied), then the unknown keys; ``mode="json"``
+        writes an unknown key's NaN or infinity as None, as pydantic's JSON mode does."""
         out: dict[str, Any] = {}
         for name in self.field_names():
-            value = _dumped(getattr(self, name, None))
+            value = _dumped(getattr(self, name, None), mode)
             if value is None and exclude_none:
                 continue
             out[name] = value
         for key, value in self.model_extra.items():
             if value is None and exclude_none:
                 continue
-            out[key] = value
+            out[key] = _json_safe(value) if mode == "json" else value
         return out
 
     def model_dump_json(self, *, indent: int | None = None) -> str:
         """``model_dump`` as JSON text: compact, or indented by ``indent`` (as pydantic writes it)."""
         separators = (",", ":") if indent is None else (",", ": ")
-        return json.dumps(self.model_dump(), indent=indent, separators=separators, ensure_ascii=False)
+        return json.dumps(self.model_dump(mode="json"), indent=indent, separators=separators, ensure_ascii=False)
 
     def model_copy(self: M, *, update: dict[str, Any] | None = None) -> M:
         """A shallow copy with ``update`` set as given (not checked, as pydantic's)."""
@@ -449,7 +462,8 @@ class FileModel(metaclass=_ModelMeta):
             else:
                 extra[key] = value
         setter(new, "_extra", extra or None)
-        setter(new, "_set", _shared_keys(self.model_fields_set | frozenset(update or ())))
+        keys = self.model_fields_set | frozenset(update or ())
+        setter(new, "_set", keys if extra else _shared_keys(keys))
         return new
 
     def _fields(self) -> Iterator[tuple[str, Any]]:
@@ -473,19 +487,32 @@ _KEY_SETS: dict[frozenset[str], frozenset[str]] = {}
 
 
 def _shared_keys(keys: frozenset[str]) -> frozenset[str]:
-    """One object for every equal set of given keys: the models of one file kind are read with the
-    same keys, and a set of a dozen names is ~700 bytes (2 MiB at 1000 rounds' states and entries;
-    pickled once per distinct set)."""
+    """One object for every equal set of declared keys: the models of one file kind are read with
+    the same keys, and a set of a dozen names is ~700 bytes (2 MiB at 1000 rounds' states and
+    entries; pickled once per distinct set). Only declared names come here (a set with unknown keys
+    keeps its own: a workspace cannot fill this table)."""
     if len(_KEY_SETS) > 4096:
         return keys
     return _KEY_SETS.setdefault(keys, keys)
 
 
-def _dumped(value: Any) -> Any:
-    if isinstance(value, FileModel):
-        return value.model_dump()
+def _json_safe(value: Any) -> Any:
+    """An unknown key's value as pydantic's JSON mode dumps an untyped one: NaN and infinities
+    as None (strict JSON has no such number), lists and dicts copied."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
     if isinstance(value, list):
-        return [_dumped(v) for v in value]
+        return [_json_safe(v) for v in value]
     if isinstance(value, dict):
-        return {k: _dumped(v) for k, v in value.items()}
+        return {k: _json_safe(v) for k, v in value.items()}
+    return value
+
+
+def _dumped(value: Any, mode: str = "python") -> Any:
+    if isinstance(value, FileModel):
+        return value.model_dump(mode=mode)
+    if isinstance(value, list):
+        return [_dumped(v, mode) for v in value]
+    if isinstance(value, dict):
+        return {k: _dumped(v, mode) for k, v in value.items()}
     return value

@@ -245,9 +245,12 @@ def _listed_temps(top: str, listing: tuple[dict[str, tuple[int, int, int, int, i
     found: list[tuple[tuple[int, str, str], str]] = []
     for path in temps:
         folder, _, name = path.rpartition("/")
-        rel = folder[len(top) + 1:] if folder != top else ""
+        if top == ".":  # the listing names ./x as x
+            inside, rel = True, folder
+        else:
+            inside, rel = folder == top or folder.startswith(top + "/"), folder[len(top) + 1:] if folder != top else ""
         st = stats.get(path)
-        if (folder == top or folder.startswith(top + "/")) and CONTRACT_FOLDER.fullmatch(rel) and st is not None \
+        if inside and CONTRACT_FOLDER.fullmatch(rel) and st is not None \
                 and stat.S_ISREG(st[0]) and now - st[4] / 1e9 >= max_age_s:
             # `_temp_folders`' order: the workspace, its round folders and baseline, .helix, its jobs
             rank = 0 if not rel else 2 if rel == HELIX_DIR else 3 if rel.startswith(HELIX_DIR) else 1

@@ -335,7 +335,7 @@ def _context(value: Any) -> Any:
         return value
     try:
         return MeasurementContext.model_validate(value)
-    except ValueError:
+    except (ValueError, TypeError, ArithmeticError):
         return None
 
 

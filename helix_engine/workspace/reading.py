@@ -112,12 +112,13 @@ def _collapsed(path: str, folders: set[str]) -> str | None:
     folder, never a link: then ``..`` leads where the text says); None when one is not."""
     at = path.find("/../")
     if at > 0 and "/.." not in path[at + 3:] and "/./" not in path and path[:at] in folders:
-        head = path[:at].rpartition("/")[0]  # the usual opt-round-N/../baseline/x: one step up
-        return f"{head}/{path[at + 4:]}" if head else path[at + 4:]
+        head, _, last = path[:at].rpartition("/")  # the usual opt-round-N/../baseline/x: one step up
+        if last not in ("", ".", ".."):
+            return f"{head}/{path[at + 4:]}" if head else path[at + 4:]
     out: list[str] = []
     for part in path.split("/"):
-        if part == "..":
-            if not out or "/".join(out) not in folders:
+        if part == "..":  # stepping out of a listed folder by name (not out of "." or "..")
+            if not out or out[-1] in ("", ".", "..") or "/".join(out) not in folders:
                 return None
             out.pop()
         elif part != "." or not out:

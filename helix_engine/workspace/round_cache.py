@@ -226,10 +226,12 @@ class RoundCache:
         entries changed since rounds.sealed was written (one perf file rewritten), only they are
         written, into rounds.delta.sealed under rounds.sealed's identity (the whole file rewritten
         costs more than the rest of a 1000-round status after one change); past DELTA_MAX, the
-        whole file."""
+        whole file. A summary judged from a file changed in the last seconds is not kept (its key is
+        that file's identity: RECENT_NS)."""
         if self._save_delta(context, summaries):
             self.dirty = False
             return
+        summaries = {n: entry for n, entry in summaries.items() if _key_settled(entry[0])}
         data = {"version": VERSION, "context": context, "perf": dict(sorted(self.perf.items())),
                 "reads": dict(sorted(self.reads.items())), "files": dict(self.files),
                 "rounds": {n: [key, s] for n, (key, s) in sorted(summaries.items())}}
@@ -250,7 +252,8 @@ class RoundCache:
             hit = self._hits.get(n)
             if hit is not None and hit[0] is summary and _same_judged(hit[1], summary.judged):
                 continue
-            delta["rounds"][n] = [key, summary]
+            if _key_settled(key):
+                delta["rounds"][n] = [key, summary]
         if sum(len(v) for v in delta.values()) > DELTA_MAX:
             return False
         return sealed.write(self.workspace, DELTA_FILE, {"version": VERSION, "base": self._base_id,
@@ -267,6 +270,16 @@ _PARTS = ("perf", "reads", "files", "rounds")
 #: one timestamp tick would look unchanged (the stored output's guard, status_cache.RECENT_S: some
 #: filesystems keep whole or even two seconds).
 RECENT_NS = 3_000_000_000  # = status_cache.RECENT_S (not imported: a load needs nothing else of it)
+
+
+def _key_settled(key: Any) -> bool:
+    """Whether every file identity in a summary's key (state, perf file, sidecar, operator) is
+    settled (`_settled`); a None is no file."""
+    if isinstance(key, list):
+        if len(key) == 4 and all(type(v) is int for v in key):
+            return _settled(key)
+        return all(_key_settled(part) for part in key)
+    return True
 
 
 def _settled(ident: Any) -> bool:

@@ -5,14 +5,17 @@ the workflow and the ledger from JSON, checking every field of every entry again
 ~140 ms load), because the cache is workspace data and anyone can hand you a workspace. The same
 objects come back from a pickle in ~13 ms, but unpickling runs code, and checked JSON still
 trusted whatever numbers a crafted file held as long as their types were right. So every cache
-entry is sealed: an HMAC-SHA256 under this user's key, over the code that wrote it and its
-bytes. A file that does not verify is a miss and is never unpickled; a workspace copied from
-someone else (their key) or made by other code is computed again and sealed anew.
+file is sealed: an HMAC-SHA256 under this user's key, over the code that wrote it, the file's
+name and its bytes. A file that does not verify is a miss and is never unpickled; a workspace
+copied from someone else (their key) or made by other code is computed again and sealed anew.
 
-The key: 32 random bytes in ``$XDG_CACHE_HOME/helix/cache.key`` (default ``~/.cache``), made on
-first use with mode 0600 in a 0700 folder, used only when it is a regular file of this user that
-no one else can read. Without one (no home, a read-only one), nothing is sealed, so nothing is
-read back: helix computes everything, as it would the first time.
+The key: 32 random bytes in ``$XDG_CACHE_HOME/helix/cache.key`` (an absolute XDG_CACHE_HOME only,
+as the XDG spec says; default ``~/.cache``), made on first use with mode 0600 in a 0700 folder.
+It is used only when it is a regular file of this user that no one else can read, in a folder of
+this user that no one else can write, itself in a folder that no one else can write: a key
+someone else could have put there (a workspace's own ``.cache``, a shared folder) is no key.
+Without one, nothing is sealed, so nothing is read back: helix computes everything, as the
+first time.
 """
 
 from __future__ import annotations
@@ -33,13 +36,14 @@ _MAC_BYTES = 32
 _MAX_BYTES = 256 * 1024 * 1024
 _UNSET: Any = object()
 _key: Any = _UNSET
+_DIR = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def key_path() -> Path | None:
     base = os.environ.get("XDG_CACHE_HOME") or ""
-    if not base:
+    if not os.path.isabs(base):  # the XDG spec: a relative value is to be ignored
         home = os.path.expanduser("~")
-        if home == "~" or not home:
+        if not os.path.isabs(home):
             return None
         base = os.path.join(home, ".cache")
     return Path(base) / "helix" / KEY_NAME
@@ -63,8 +67,17 @@ def forget_key() -> None:
     _key = _UNSET
 
 
+def _private_folder(path: Path, *, own: bool) -> None:
+    """Raise ValueError unless ``path`` is a real folder (no link) that no one but its owner can
+    write, owned by this user (``own``) or by this user or root."""
+    st = os.lstat(path)
+    owners = (os.getuid(),) if own else (os.getuid(), 0)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid not in owners or st.st_mode & 0o022:
+        raise ValueError(f"{path} is not a folder only its owner can write; helix keeps no cache key there")
+
+
 def _read_key(path: Path) -> bytes | None:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
@@ -85,11 +98,16 @@ def _read_or_make_key() -> bytes | None:
     path = key_path()
     if path is None:
         return None
+    base, folder = path.parent.parent, path.parent
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _private_folder(base, own=False)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    _private_folder(folder, own=True)
     found = _read_key(path)
     if found is not None:
         return found
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = _new_temp(os.fspath(path.parent), ".key.", "")  # mode 0600
+    fd, tmp = _new_temp(os.fspath(folder), ".key.", "")  # mode 0600
     try:
         os.write(fd, os.urandom(KEY_BYTES))
         os.fsync(fd)
@@ -112,61 +130,47 @@ def code_stamp() -> str:
     return package_identity()
 
 
-def _mac(key: bytes, stamp: str, payload: bytes | memoryview) -> bytes:
-    mac = hmac.new(key, stamp.encode() + b"\0", hashlib.sha256)
-    mac.update(payload)
-    return mac.digest()
+def _mac(key: bytes, name: str, stamp: str | None) -> Any:
+    """The HMAC of a file ``name`` under this code (``stamp``), before its payload is fed in: a
+    file sealed for one name (rounds.delta.sealed) does not verify as another (rounds.sealed)."""
+    head = f"{stamp if stamp is not None else code_stamp()}\0{name}\0".encode("utf-8", "surrogateescape")
+    return hmac.new(key, head, hashlib.sha256)
 
 
-def seal_bytes(payload: bytes, stamp: str | None = None) -> bytes | None:
-    """``payload`` sealed (None: no key, so nothing can be sealed)."""
+def seal_bytes(payload: bytes, name: str, stamp: str | None = None) -> bytes | None:
+    """``payload`` sealed for the file ``name`` (None: no key, so nothing can be sealed)."""
     key = user_key()
     if key is None:
         return None
-    return MAGIC + _mac(key, stamp if stamp is not None else code_stamp(), payload) + payload
+    mac = _mac(key, name, stamp)
+    mac.update(payload)
+    return MAGIC + mac.digest() + payload
 
 
-def write_sealed_pieces(workspace: Path, name: str, pieces: Iterable[bytes]) -> bool:
-    """``.helix/cache/name`` sealed over the concatenation of ``pieces``, written as they come (a 1 MB
-    stored status is not joined, encoded and sealed in whole copies); False when not written."""
-    key = user_key()
-    if key is None:
-        return False
-    mac = hmac.new(key, code_stamp().encode() + b"\0", hashlib.sha256)
-
-    def fill(handle: Any) -> None:
-        handle.write(MAGIC + b"\0" * _MAC_BYTES)  # the seal goes here once the payload is hashed
-        for piece in pieces:
-            mac.update(piece)
-            handle.write(piece)
-        handle.seek(len(MAGIC))
-        handle.write(mac.digest())
-
-    return _write_atomically(workspace, name, fill)
-
-
-def unseal_bytes(data: bytes, stamp: str | None = None) -> memoryview | None:
-    """The payload of sealed ``data`` when its seal verifies under this user's key and code; None
-    otherwise (not sealed, another key or code, a byte changed). A view of ``data``, not a copy."""
+def unseal_bytes(data: bytes, name: str, stamp: str | None = None) -> memoryview | None:
+    """The payload of ``data`` when it was sealed for ``name`` under this user's key and code;
+    None otherwise (not sealed, another key, code or name, a byte changed). A view, not a copy."""
     key = user_key()
     head = len(MAGIC) + _MAC_BYTES
     if key is None or len(data) < head or not data.startswith(MAGIC):
         return None
     payload = memoryview(data)[head:]
-    expected = _mac(key, stamp if stamp is not None else code_stamp(), payload)
-    return payload if hmac.compare_digest(expected, data[len(MAGIC):head]) else None
+    mac = _mac(key, name, stamp)
+    mac.update(payload)
+    return payload if hmac.compare_digest(mac.digest(), data[len(MAGIC):head]) else None
 
 
-def seal(obj: Any) -> bytes | None:
-    """``obj`` pickled and sealed."""
+def seal(obj: Any, name: str) -> bytes | None:
+    """``obj`` pickled and sealed for the file ``name``."""
     import pickle
 
-    return seal_bytes(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    return seal_bytes(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL), name)
 
 
-def unseal(data: bytes) -> Any:
-    """The object sealed in ``data``, or None when the seal does not verify (never unpickled then)."""
-    payload = unseal_bytes(data)
+def unseal(data: bytes, name: str) -> Any:
+    """The object sealed in ``data`` for ``name``, or None when the seal does not verify (never
+    unpickled then)."""
+    payload = unseal_bytes(data, name)
     if payload is None:
         return None
     import pickle
@@ -187,7 +191,7 @@ def cache_path(workspace: Path, name: str) -> Path:
 def read(workspace: Path, name: str, *, max_bytes: int = _MAX_BYTES) -> Any:
     """The object sealed in ``.helix/cache/name`` (through the safe reader), or None."""
     data = read_bytes(workspace, name, max_bytes=max_bytes)
-    return unseal(data) if data is not None else None
+    return unseal(data, name) if data is not None else None
 
 
 def read_bytes(workspace: Path, name: str, *, max_bytes: int = _MAX_BYTES) -> bytes | None:
@@ -205,12 +209,30 @@ def write(workspace: Path, name: str, obj: Any) -> bool:
     """Seal ``obj`` into ``.helix/cache/name``; False when it was not written. Never raises: a
     cache only saves time."""
     try:
-        data = seal(obj)
-        if data is None:
-            return False
-        return write_bytes(workspace, name, data)
-    except (OSError, ValueError, TypeError, RecursionError, AttributeError):
+        data = seal(obj, name)
+        return data is not None and write_bytes(workspace, name, data)
+    except Exception:  # noqa: BLE001 - an object pickle refuses, a full disk, a folder swapped: no cache
         return False
+
+
+def write_sealed_pieces(workspace: Path, name: str, pieces: Iterable[bytes]) -> bool:
+    """``.helix/cache/name`` sealed over the concatenation of ``pieces``, written as they come (a 1 MB
+    stored status is not joined, encoded and sealed in whole copies); False when not written."""
+    key = user_key()
+    if key is None:
+        return False
+    mac = _mac(key, name, None)
+
+    def fill(fd: int) -> None:
+        os.write(fd, MAGIC + b"\0" * _MAC_BYTES)  # the seal goes here once the payload is hashed
+        for piece in pieces:
+            mac.update(piece)
+            view = memoryview(piece)
+            while view:
+                view = view[os.write(fd, view):]
+        os.pwrite(fd, mac.digest(), len(MAGIC))
+
+    return _write_atomically(workspace, name, fill)
 
 
 def can_keep(workspace: Path) -> bool:
@@ -223,19 +245,27 @@ def write_bytes(workspace: Path, name: str, data: bytes) -> bool:
     """Atomically (temp file + rename), into .helix/cache/``name`` of the workspace, only through
     real folders inside it. Not the engine's durable write (no fsync, not one of a transition's
     writes): after a power loss the file may be empty or old, and then it is a miss."""
-    return _write_atomically(workspace, name, lambda handle: handle.write(data))
+
+    def fill(fd: int) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+
+    return _write_atomically(workspace, name, fill)
 
 
-def _new_temp(folder: str, prefix: str, suffix: str) -> tuple[int, str]:
+def _new_temp(folder: str, prefix: str, suffix: str, dir_fd: int | None = None) -> tuple[int, str]:
     """A new file (mode 0600, opened for writing, not following a link) named like ``mkstemp``'s
-    (``prefix`` + 8 characters + ``suffix``): tempfile's import (random, shutil) was ~2 ms of the
-    status command that writes one cache file."""
+    (``prefix`` + 8 characters + ``suffix``), in ``folder`` or the folder open as ``dir_fd``:
+    tempfile's import (random, shutil) was ~2 ms of the status command that writes one cache file."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         token = "".join(_NAME_CHARS[b % len(_NAME_CHARS)] for b in os.urandom(8))
-        path = os.path.join(folder, f"{prefix}{token}{suffix}")
+        name = f"{prefix}{token}{suffix}"
         try:
-            return os.open(path, flags, 0o600), path
+            if dir_fd is not None:
+                return os.open(name, flags, 0o600, dir_fd=dir_fd), name
+            return os.open(os.path.join(folder, name), flags, 0o600), os.path.join(folder, name)
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary name in {folder}")
@@ -245,37 +275,55 @@ def _new_temp(folder: str, prefix: str, suffix: str) -> tuple[int, str]:
 _NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 
-def _write_atomically(workspace: Path, name: str, fill: Callable[[Any], Any]) -> bool:
-    from helix_engine.workspace.reading import inside
-
-    if not can_keep(workspace):
-        return False
-    folder = Path(workspace) / ".helix" / "cache"
-    if os.path.islink(folder):
-        return False
-    if not os.path.isdir(folder):
-        os.mkdir(folder)
-    target = folder / name
-    if os.path.islink(target) or not inside(folder, Path(workspace)):
-        return False
-    fd, tmp = _new_temp(os.fspath(folder), f".{name}.", ".tmp")
+def _write_atomically(workspace: Path, name: str, fill: Callable[[int], Any]) -> bool:
+    """``fill`` a new temp file in the workspace's ``.helix/cache/`` and rename it to ``name``,
+    through folders opened without following a link (none can be swapped for one meanwhile)."""
     try:
-        with os.fdopen(fd, "wb") as handle:
-            fill(handle)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        helix_fd = os.open(os.path.join(os.fspath(workspace), ".helix"), _DIR)
+    except OSError:
+        return False  # no .helix/ (an upstream workspace gets no new folder), or a link
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir("cache", 0o700, dir_fd=helix_fd)
+        cache_fd = os.open("cache", _DIR, dir_fd=helix_fd)
+    except OSError:
+        os.close(helix_fd)
+        return False
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISLNK(os.lstat(name, dir_fd=cache_fd).st_mode):
+                return False  # a link someone put in its place is left as it is
+        fd, tmp = _new_temp("", f".{name}.", ".tmp", dir_fd=cache_fd)
+        try:
+            try:
+                fill(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=cache_fd, dst_dir_fd=cache_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=cache_fd)
+            raise
+    finally:
+        os.close(cache_fd)
+        os.close(helix_fd)
     return True
 
 
 def remove(workspace: Path, name: str) -> None:
     """Delete ``.helix/cache/name`` when it is a file of a real cache folder (never through a link)."""
-    helix = Path(workspace) / ".helix"
-    path = helix / "cache" / name
-    if os.path.islink(helix) or os.path.islink(helix / "cache") or not os.path.lexists(path) or os.path.islink(path):
+    try:
+        helix_fd = os.open(os.path.join(os.fspath(workspace), ".helix"), _DIR)
+    except OSError:
         return
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
+    try:
+        cache_fd = os.open("cache", _DIR, dir_fd=helix_fd)
+        try:
+            if not stat.S_ISLNK(os.lstat(name, dir_fd=cache_fd).st_mode):
+                os.unlink(name, dir_fd=cache_fd)
+        finally:
+            os.close(cache_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(helix_fd)

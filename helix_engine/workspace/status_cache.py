@@ -114,7 +114,9 @@ def _digest(workspace: Path, options: tuple[str, ...], walk: _Walk) -> str:
     with os.scandir(top) as found:
         entries = sorted(found, key=_NAME)
     walk.budget = WALK_BASE + WALK_PER_TOP_ENTRY * len(entries)
-    _entries(entries, top, "", walk)
+    if top == ".":  # the load names ./x as x (pathlib's Path(".") / "x"): so does the listing
+        walk.folders.add("")
+    _entries(entries, top, "", walk, 2 if top == "." else 0)
     # one tuple an entry, serialized in C (an f-string an entry was a third of a 1000-round walk)
     return hashlib.sha256(marshal.dumps(walk.lines, 2)).hexdigest()  # version 2: no refs (no identity in it)
 
@@ -122,36 +124,39 @@ def _digest(workspace: Path, options: tuple[str, ...], walk: _Walk) -> str:
 _NAME = operator.attrgetter("name")
 
 
-def _entries(entries: list[os.DirEntry[str]], folder: str, rel: str, walk: _Walk) -> None:
-    """Walk one listed folder. What makes the output unstorable (a link, a temp file, a file
-    changed just now) is noted and the walk goes on, so the listing stays whole for the load."""
+def _entries(entries: list[os.DirEntry[str]], folder: str, rel: str, walk: _Walk, cut: int) -> None:
+    """Walk one listed folder. What makes the output unstorable (a link, a temp file, a name with
+    a newline, a file changed just now) is noted and the walk goes on, so the listing stays whole
+    for the load. ``cut``: how much of each path to drop for the load's name of it (``./``)."""
     from helix_engine.workspace.files import is_temp_name
 
     walk.budget -= len(entries)
     if walk.budget < 0:
         raise _NotStorable("too many entries")
-    walk.folders.add(folder)
+    walk.folders.add(folder[cut:] if cut else folder)
     stats, lines, recent = walk.stats, walk.lines, walk.recent
     is_link, is_dir = stat.S_ISLNK, stat.S_ISDIR
     for entry in entries:
         name = entry.name
         path = entry.path
+        key = path[cut:] if cut else path
         st = entry.stat(follow_symlinks=False)
         mode = st.st_mode
-        stats[path] = (mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)  # the stat result itself: 3x the memory
+        stats[key] = (mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)  # the stat result itself: 3x the memory
         temp = name[:1] == "." and is_temp_name(name)  # every temp name starts with a dot
         if temp:
-            walk.temps.append(path)
+            walk.temps.append(key)
         if temp or is_link(mode) or "\n" in name:
             walk.why = walk.why or rel + name
-            continue
+            if temp or is_link(mode):
+                continue  # a link is never walked into; a name with a newline is, for what it holds
         if is_dir(mode):
             if rel == ".helix/" and name == "cache":
                 continue
             lines.append((rel + name, mode, st.st_ino))
             with os.scandir(path) as found:
                 inner = sorted(found, key=_NAME)
-            _entries(inner, path, f"{rel}{name}/", walk)
+            _entries(inner, path, f"{rel}{name}/", walk, cut)
             continue
         if st.st_mtime_ns >= recent or st.st_ctime_ns >= recent:
             walk.why = walk.why or rel + name
@@ -166,7 +171,7 @@ def stored(found: Fingerprint) -> str | None:
     from helix_engine.workspace import sealed
 
     data = sealed.read_bytes(found.workspace, CACHE_NAME, max_bytes=_MAX_BYTES)
-    payload = sealed.unseal_bytes(data) if data else None
+    payload = sealed.unseal_bytes(data, CACHE_NAME) if data else None
     if payload is None:
         return None
     try:

@@ -326,7 +326,7 @@ def test_a_sequence_of_best_changes_ends_where_the_full_path_does(tmp_path: Path
 
 
 def _stored_values(ws: Path, n: int) -> list[Any]:
-    return sealed.unseal((ws / CACHE).read_bytes())["perf"][n]
+    return sealed.unseal((ws / CACHE).read_bytes(), CACHE.name)["perf"][n]
 
 
 VALUE_TAMPERS = {
@@ -349,9 +349,9 @@ def test_tampered_stored_values_are_a_miss(tmp_path: Path, tamper: str, monkeypa
     records (the file is sealed as helix seals it: what values_in itself refuses)."""
     ws = _workspace(tmp_path)
     load_workspace(ws)
-    data = sealed.unseal((ws / CACHE).read_bytes())
+    data = sealed.unseal((ws / CACHE).read_bytes(), CACHE.name)
     VALUE_TAMPERS[tamper](data["perf"][6])
-    (ws / CACHE).write_bytes(sealed.seal(data))
+    (ws / CACHE).write_bytes(sealed.seal(data, CACHE.name))
     snap = load_workspace(ws)
     found = status_rules.view_values(snap.rounds[6])
     if tamper == "not a list":  # the whole perf entry is a miss: the round's records are read again

@@ -51,7 +51,7 @@ def test_a_second_load_bootstraps_nothing_and_derives_the_same(tmp_path: Path, b
     ws = _workspace(tmp_path)
     first = _derived(_cold_load(ws))
     assert bootstraps and (ws / CACHE).is_file()
-    entries = sealed.unseal((ws / CACHE).read_bytes())["entries"]
+    entries = sealed.unseal((ws / CACHE).read_bytes(), CACHE.name)["entries"]
     assert entries and all(len(v) == 6 for v in entries.values())
     bootstraps.clear()
     assert _derived(_cold_load(ws)) == first
@@ -81,7 +81,7 @@ def test_a_cache_that_is_not_ours_is_ignored(tmp_path: Path, bootstraps: list[in
     ws = _workspace(tmp_path)
     expected = _derived(_cold_load(ws))
     path = ws / CACHE
-    data = sealed.unseal(path.read_bytes())
+    data = sealed.unseal(path.read_bytes(), CACHE.name)
     outside = tmp_path / "elsewhere.sealed"
     if tamper == "a byte changed":
         path.write_bytes(path.read_bytes()[:-1] + b"X")
@@ -90,11 +90,11 @@ def test_a_cache_that_is_not_ours_is_ignored(tmp_path: Path, bootstraps: list[in
     elif tamper == "another key":
         sealed._key = b"k" * sealed.KEY_BYTES  # noqa: SLF001
         try:
-            path.write_bytes(sealed.seal(data))
+            path.write_bytes(sealed.seal(data, CACHE.name))
         finally:
             sealed.forget_key()
     elif tamper == "wrong version":
-        path.write_bytes(sealed.seal({**data, "version": 99}))
+        path.write_bytes(sealed.seal({**data, "version": 99}, CACHE.name))
     elif tamper == "a folder":
         path.unlink()
         path.mkdir()
@@ -112,12 +112,12 @@ def test_a_cache_that_is_not_ours_is_ignored(tmp_path: Path, bootstraps: list[in
                 value[1] = float("nan")
             else:
                 value[4] = "much faster"
-        path.write_bytes(sealed.seal(data))
+        path.write_bytes(sealed.seal(data, CACHE.name))
     bootstraps.clear()
     assert _derived(_cold_load(ws)) == expected
     assert bootstraps  # computed again, not read
     if tamper == "a link out":
-        assert path.is_symlink() and sealed.unseal(outside.read_bytes()) == data  # never written through
+        assert path.is_symlink() and sealed.unseal(outside.read_bytes(), CACHE.name) == data  # never written through
 
 
 def test_no_cache_folder_is_made_without_a_helix_folder(tmp_path: Path, bootstraps: list[int]) -> None:

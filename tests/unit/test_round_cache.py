@@ -100,12 +100,12 @@ def test_a_same_bytes_rewrite_of_the_best_round_judges_no_later_round_again(
 
 
 def _opened(path: Path) -> Any:
-    return sealed.unseal(path.read_bytes())
+    return sealed.unseal(path.read_bytes(), path.name)
 
 
 def _resealed(path: Path, data: Any) -> None:
     """``data`` sealed as this user's helix seals (what only helix itself can write)."""
-    path.write_bytes(sealed.seal(data))
+    path.write_bytes(sealed.seal(data, path.name))
 
 
 class _Runs:
@@ -130,12 +130,13 @@ def _with_other_key(fn: Any) -> Any:
 TAMPERS = {
     "a byte changed": lambda path, data, marker: path.write_bytes(path.read_bytes()[:-9] + b"X" + path.read_bytes()[-8:]),
     "not sealed": lambda path, data, marker: path.write_bytes(pickle.dumps(data)),
-    "another user's key": lambda path, data, marker: path.write_bytes(_with_other_key(lambda: sealed.seal(data))),
-    "other code": lambda path, data, marker: path.write_bytes(sealed.seal_bytes(pickle.dumps(data), "other code")),
+    "another user's key": lambda path, data, marker: path.write_bytes(_with_other_key(lambda: sealed.seal(data, path.name))),
+    "other code": lambda path, data, marker: path.write_bytes(sealed.seal_bytes(pickle.dumps(data), path.name, "other code")),
+    "sealed for another file": lambda path, data, marker: path.write_bytes(sealed.seal(data, round_cache.DELTA_FILE)),
     "code in a pickle": lambda path, data, marker: path.write_bytes(
         sealed.MAGIC + b"\0" * 32 + pickle.dumps({**data, "rounds": _Runs(marker)})),
     "code, another key": lambda path, data, marker: path.write_bytes(
-        _with_other_key(lambda: sealed.seal({**data, "rounds": _Runs(marker)}))),
+        _with_other_key(lambda: sealed.seal({**data, "rounds": _Runs(marker)}, path.name))),
     "wrong version": lambda path, data, marker: _resealed(path, {**data, "version": 99}),
     "key of another file": lambda path, data, marker: (data["rounds"][3][0][2].__setitem__(2, [1, 2, 3, 4]),
                                                        _resealed(path, data)),
@@ -302,7 +303,7 @@ def _delta_tampers(ws: Path) -> dict[str, Any]:
 
     return {
         "a byte changed": lambda path: path.write_bytes(path.read_bytes()[:-1] + b"X"),
-        "another user's key": lambda path: path.write_bytes(_with_other_key(lambda: sealed.seal(_opened(path)))),
+        "another user's key": lambda path: path.write_bytes(_with_other_key(lambda: sealed.seal(_opened(path), path.name))),
         "another base": edit(lambda d: d.update(base=[1, 2, 3, 4])),
         "another context": edit(lambda d: d["context"].__setitem__(0, "x")),
         "a link out": lambda path: (path.unlink(), path.symlink_to(ws.parent / "elsewhere.sealed")),

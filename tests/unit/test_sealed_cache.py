@@ -46,7 +46,7 @@ def test_a_key_others_can_read_or_a_link_is_no_key(own_key: Path) -> None:
     sealed.user_key()
     os.chmod(own_key, 0o644)
     sealed.forget_key()
-    assert sealed.user_key() is None and sealed.seal({"a": 1}) is None
+    assert sealed.user_key() is None and sealed.seal({"a": 1}, "x") is None
     os.chmod(own_key, 0o600)
     target = own_key.with_name("real.key")
     os.rename(own_key, target)
@@ -56,15 +56,16 @@ def test_a_key_others_can_read_or_a_link_is_no_key(own_key: Path) -> None:
 
 
 def test_seal_and_unseal(own_key: Path) -> None:
-    data = sealed.seal({"rounds": {1: [1.5, None]}})
-    assert data is not None and sealed.unseal(data) == {"rounds": {1: [1.5, None]}}
-    assert sealed.unseal(data[:-1] + bytes([data[-1] ^ 1])) is None  # one bit of the payload
-    assert sealed.unseal(data[:20] + bytes([data[20] ^ 1]) + data[21:]) is None  # one bit of the seal
-    assert sealed.unseal(data[len(sealed.MAGIC) + 32:]) is None  # the bare pickle
-    assert sealed.unseal_bytes(sealed.seal_bytes(b"x", "other code") or b"") is None
+    data = sealed.seal({"rounds": {1: [1.5, None]}}, "rounds.sealed")
+    assert data is not None and sealed.unseal(data, "rounds.sealed") == {"rounds": {1: [1.5, None]}}
+    assert sealed.unseal(data, "rounds.delta.sealed") is None  # sealed for another file
+    assert sealed.unseal(data[:-1] + bytes([data[-1] ^ 1]), "rounds.sealed") is None  # one bit of the payload
+    assert sealed.unseal(data[:20] + bytes([data[20] ^ 1]) + data[21:], "rounds.sealed") is None  # of the seal
+    assert sealed.unseal(data[len(sealed.MAGIC) + 32:], "rounds.sealed") is None  # the bare pickle
+    assert sealed.unseal_bytes(sealed.seal_bytes(b"x", "f", "other code") or b"", "f") is None
     sealed.forget_key()
     sealed._key = b"k" * sealed.KEY_BYTES  # noqa: SLF001 - another user
-    assert sealed.unseal(data) is None
+    assert sealed.unseal(data, "rounds.sealed") is None
 
 
 def test_two_first_users_at_once_share_one_key(own_key: Path) -> None:
@@ -113,13 +114,14 @@ def test_a_file_changed_in_the_last_seconds_is_not_kept_by_its_identity(
     load_workspace(ws)
     kept = round_cache._read(ws)[1]  # noqa: SLF001 - the file with its delta over it
     assert kept["context"] is not None and not kept["reads"] and not kept["perf"] and not kept["files"]
+    assert not kept["rounds"]  # nor a summary judged from such a file (its key is the file's identity)
     old = 1_700_000_000
     for path in ws.rglob("*"):
         if ".helix/cache" not in str(path):
             os.utime(path, (old, old), follow_symlinks=False)
     load_workspace(ws)
     kept = round_cache._read(ws)[1]  # noqa: SLF001
-    assert sorted(kept["reads"]) == [1, 2] and sorted(kept["perf"]) == [1, 2]
+    assert sorted(kept["reads"]) == [1, 2] and sorted(kept["perf"]) == [1, 2] and sorted(kept["rounds"]) == [1, 2]
     assert sorted(kept["files"]) == ["opt-note.md", "state.json"]
     state = ws / "opt-round-2" / "round-state.json"
     data = json.loads(state.read_text())
@@ -128,3 +130,34 @@ def test_a_file_changed_in_the_last_seconds_is_not_kept_by_its_identity(
     assert "skipping opt-round-2 because correctness_status is failed" in warnings
     entry = round_cache._read(ws)[1]["reads"].get(2)  # noqa: SLF001 - just written: not kept (an entry
     assert entry is None or entry[0][0] != records.file_id(state)  # of the file as it was is a miss)
+
+
+def test_a_key_in_a_place_others_could_write_is_no_key(own_key: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key someone else could have put there is never used: a relative XDG_CACHE_HOME (a
+    workspace's own .cache/ under `cd workspace`), a folder others can write, a FIFO."""
+    made = sealed.user_key()
+    assert made is not None
+    monkeypatch.chdir(tmp_path)
+    planted = tmp_path / "rel" / "helix" / sealed.KEY_NAME
+    planted.parent.mkdir(parents=True, mode=0o700)
+    planted.write_bytes(b"p" * sealed.KEY_BYTES)
+    os.chmod(planted, 0o600)
+    monkeypatch.setenv("XDG_CACHE_HOME", "rel")  # relative: ignored, as the XDG spec says
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    sealed.forget_key()
+    assert sealed.key_path() == tmp_path / "home" / ".cache" / "helix" / sealed.KEY_NAME
+    assert sealed.user_key() not in (None, b"p" * sealed.KEY_BYTES)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(own_key.parent.parent))
+    os.chmod(own_key.parent, 0o770)  # the key's folder writable by its group
+    sealed.forget_key()
+    assert sealed.user_key() is None and sealed.seal({"a": 1}, "x") is None
+    os.chmod(own_key.parent, 0o700)
+    os.chmod(own_key.parent.parent, 0o777)  # the folder above it writable by anyone
+    sealed.forget_key()
+    assert sealed.user_key() is None
+    os.chmod(own_key.parent.parent, 0o700)
+    own_key.unlink()
+    os.mkfifo(own_key, 0o600)  # read without blocking: refused, not a hang
+    sealed.forget_key()
+    assert sealed.user_key() is None
