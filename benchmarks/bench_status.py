@@ -104,7 +104,7 @@ def measure_size(ws: Path, upstream: Path, repeats: int, helix: Path | None = No
         argv["base"] = helix_status_argv(base)
         perf["base"] = base / perf["helix"].relative_to(ws)
     sides: dict[str, list[_measure.Run]] = {"helix": [], "upstream": []}
-    cold = _measure.run(argv["helix"], cwd=ws.parent)  # the first helix run: no .helix/cache/rounds.json yet
+    cold = _measure.run(argv["helix"], cwd=ws.parent)  # the first helix run: no .helix/cache/rounds.sealed yet
     for command in argv.values():  # warm-up: page cache, not counted
         _measure.run(command, cwd=ws.parent)
     for _ in range(repeats):
@@ -142,7 +142,7 @@ def size_rows(size: int, got: dict[str, Any]) -> list[dict[str, Any]]:
         f"DISAGREE on best round: helix {got['best']['helix']}, upstream {got['best']['upstream']}")
     cold = got["cold"]
     common = (f"{len(helix)} interleaved fresh processes each after a warm-up (helix's warm-up also writes its "
-              f"per-round summaries, .helix/cache/rounds.json; its first run before that: {cold.wall_s:.3f} s, "
+              f"per-round summaries, .helix/cache/rounds.sealed; its first run before that: {cold.wall_s:.3f} s, "
               f"{cold.peak_mib:.1f} MiB); {got['load']}; peak RSS by {helix[0].method}; {agree}")
     wall_h, wall_u = _median(helix, "wall_s"), _median(upstream, "wall_s")
     wall_c = _median(got["upstream_computed"], "wall_s")
@@ -180,8 +180,8 @@ def computed_rows(size: int, got: dict[str, Any]) -> list[dict[str, Any]]:
     upstream = got["upstream_computed"]
     wall_u, rss_u = _median(upstream, "wall_s"), _median(upstream, "peak_mib")
     how = ("the middle round's perf file rewritten with the same bytes before each helix run, so the stored output "
-           "(.helix/cache/status.json) is not used and that file is read again (its records are the same, so its "
-           "summary and every judgement come from .helix/cache/rounds.json, keyed by the records' content); "
+           "(.helix/cache/status.sealed) is not used and that file is read again (its records are the same, so its "
+           "summary and every judgement come from .helix/cache/rounds.sealed, keyed by the records' content); "
            f"{len(upstream)} runs of each, interleaved; upstream {_measure.spread([r.wall_s for r in upstream])} s, "
            f"{_measure.spread([r.peak_mib for r in upstream])} MiB; {got['computed_load']}")
     rows = []
