@@ -238,7 +238,7 @@ def orphan_temps(workspace: Path, *, max_age_s: float = TEMP_MAX_AGE_S) -> list[
 CONTRACT_FOLDER = re.compile(r"|baseline|opt-round-[1-9][0-9]*|\.helix|\.helix/jobs/[^/]+")
 
 
-def _listed_temps(top: str, listing: tuple[dict[str, tuple[int, int, int, int, int]], set[str], list[str]],
+def _listed_temps(top: str, listing: tuple[dict[str, tuple[int, int, int, int, int, int]], set[str], list[str]],
                   max_age_s: float) -> list[Path]:
     stats, _, temps = listing
     now = time.time()

@@ -64,8 +64,9 @@ def load_session() -> Iterator[None]:
 
 
 _WALK = threading.local()  # .listing: a walk's (entries, folders listed whole, temp names), per thread
-#: What `seen` gives of an entry: (st_mode, st_dev, st_ino, st_size, st_mtime_ns) of its own lstat.
-Seen = tuple[int, int, int, int, int]
+#: What `seen` gives of an entry: (st_mode, st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns) of its
+#: own lstat.
+Seen = tuple[int, int, int, int, int, int]
 
 
 @contextlib.contextmanager
@@ -90,9 +91,9 @@ def walk_listing() -> tuple[dict[str, Seen], set[str], list[str]] | None:
 
 
 def seen(path: str) -> Seen:
-    """``(st_mode, st_dev, st_ino, st_size, st_mtime_ns)`` of ``os.lstat(path)``, from the walk this
+    """``(st_mode, st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of ``os.lstat(path)``, from the walk this
     thread's load was given when it saw ``path`` or the whole folder it is in (`walked`); raises
-    OSError as os.lstat does. Five numbers, not a stat result: a walk keeps one per entry (a stat
+    OSError as os.lstat does. Six numbers, not a stat result: a walk keeps one per entry (a stat
     result with its ~15 objects was ~4.5 MiB at 1000 rounds)."""
     listing = getattr(_WALK, "listing", None)
     if listing is not None:
@@ -104,7 +105,7 @@ def seen(path: str) -> Seen:
         if os.path.dirname(path) in listing[1]:
             raise FileNotFoundError(2, "No such file or directory", path)
     st = os.lstat(path)
-    return (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_mode, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _collapsed(path: str, folders: set[str]) -> str | None:

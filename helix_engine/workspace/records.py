@@ -22,7 +22,9 @@ from helix_engine.workspace.reading import seen
 #: Record lists kept (a pane's round, its parent, the baseline's comparisons in flight).
 KEPT = 8
 
-FileId = list[int]  # [st_dev, st_ino, st_size, st_mtime_ns]: JSON-able, compared as a whole
+#: [st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns], compared as a whole. The ctime because no one
+#: can set it: a file written back in place with its old size and mtime (cp -p, touch -r) has a new one.
+FileId = list[int]
 
 _lock = threading.Lock()
 _kept: OrderedDict[tuple[str, tuple[int, ...]], list[PerfRecord]] = OrderedDict()
@@ -34,10 +36,10 @@ def file_id(path: Path | str | None) -> FileId | None:
     if path is None:
         return None
     try:
-        _, dev, ino, size, mtime_ns = seen(os.fspath(path))
+        _, dev, ino, size, mtime_ns, ctime_ns = seen(os.fspath(path))
     except (OSError, ValueError):
         return None
-    return [dev, ino, size, mtime_ns]
+    return [dev, ino, size, mtime_ns, ctime_ns]
 
 
 def read_records(path: Path, workspace: Path) -> list[PerfRecord]:

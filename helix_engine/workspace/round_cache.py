@@ -4,7 +4,7 @@ Why: `helix status` and the cockpit judged every round again on every start (rea
 pair it with the baseline's, compare, promote): 1-3 s and 150 MiB at 1000 rounds. What the status
 rules and the promotion rule keep of a round is small (its comparison's numbers without the cases,
 the judged geomeans, the warnings and problems), and it is a pure function of a few files. So each
-round's summary is stored under a key made of the identity (st_dev, st_ino, st_size, st_mtime_ns)
+round's summary is stored under a key made of the identity (st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)
 of every file it was computed from: round-state.json, the perf file, its paired sidecar (and then
 the baseline operator it pairs against), plus a context shared by all rounds (the code that
 computes it, the noise margins, the baseline's records, the metric). A round whose key differs is
@@ -42,9 +42,10 @@ CACHE_FILE = "rounds.sealed"
 DELTA_FILE = "rounds.delta.sealed"
 #: Past this many entries in the delta, rounds.sealed is written again whole.
 DELTA_MAX = 64
-VERSION = 8  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records'
+VERSION = 9  # 2: the "reads" section (round folder reads); 3: reads as text; 4: perf entries keep the records'
 # digest; 5: and their compact case values (values_out); 6: the values as four strings; 7: and whether
-# the records carry samples; 8: sealed pickles of the objects (reads: the validated state; "files")
+# the records carry samples; 8: sealed pickles of the objects (reads: the validated state; "files"); 9: the
+# file identities hold the ctime
 #: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
 _CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/status_pairing.py",
          "workspace/round_reading.py", "workspace/reading.py", "workspace/models.py", "perf/artifact.py",
@@ -276,17 +277,18 @@ def _key_settled(key: Any) -> bool:
     """Whether every file identity in a summary's key (state, perf file, sidecar, operator) is
     settled (`_settled`); a None is no file."""
     if isinstance(key, list):
-        if len(key) == 4 and all(type(v) is int for v in key):
+        if len(key) == 5 and all(type(v) is int for v in key):
             return _settled(key)
         return all(_key_settled(part) for part in key)
     return True
 
 
 def _settled(ident: Any) -> bool:
-    """Whether a file identity ([dev, ino, size, mtime_ns]) is old enough to stand for the bytes."""
+    """Whether a file identity ([dev, ino, size, mtime_ns, ctime_ns]: records.file_id) is old enough to
+    stand for the bytes."""
     import time
 
-    return isinstance(ident, list) and len(ident) == 4 and ident[3] < time.time_ns() - RECENT_NS
+    return isinstance(ident, list) and len(ident) == 5 and max(ident[3], ident[4]) < time.time_ns() - RECENT_NS
 
 
 def _empty() -> dict[str, Any]:

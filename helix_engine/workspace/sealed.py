@@ -39,14 +39,22 @@ _key: Any = _UNSET
 _DIR = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def key_path() -> Path | None:
+def user_cache_folder() -> Path | None:
+    """``$XDG_CACHE_HOME/helix`` (an absolute XDG_CACHE_HOME only: the XDG spec says to ignore a
+    relative one, which under `cd workspace` would point into the workspace), else
+    ``~/.cache/helix``; None without an absolute home."""
     base = os.environ.get("XDG_CACHE_HOME") or ""
-    if not os.path.isabs(base):  # the XDG spec: a relative value is to be ignored
+    if not os.path.isabs(base):
         home = os.path.expanduser("~")
         if not os.path.isabs(home):
             return None
         base = os.path.join(home, ".cache")
-    return Path(base) / "helix" / KEY_NAME
+    return Path(base) / "helix"
+
+
+def key_path() -> Path | None:
+    folder = user_cache_folder()
+    return folder / KEY_NAME if folder is not None else None
 
 
 def user_key() -> bytes | None:

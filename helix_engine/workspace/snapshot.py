@@ -334,7 +334,7 @@ def _file_key(path: Path) -> tuple[int, int] | None:
     """(device, inode) of the file a path leads to: one stat instead of a realpath walk (the
     walk's lstat when it saw the name and it is no link, reading.seen)."""
     try:
-        mode, dev, ino, _, _ = seen(os.fspath(path))
+        mode, dev, ino = seen(os.fspath(path))[:3]
         if stat.S_ISLNK(mode):
             st = os.stat(path)
             dev, ino = st.st_dev, st.st_ino

@@ -10,6 +10,7 @@ import json
 import os
 import pickle
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -403,3 +404,30 @@ def test_rounds_read_from_the_cache_share_one_copy_of_their_ids_and_bench_mode(t
     stored = [view.values for view in load_workspace(ws).rounds.values() if isinstance(view.values, list)]
     assert len(stored) >= 6
     assert len({id(v[1]) for v in stored}) == 1 and len({id(v[0]) for v in stored}) == 1
+
+
+def test_a_file_written_back_with_its_old_size_and_time_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cp -p or touch -r puts back a file's size and mtime, never its ctime: a perf file edited in
+    place that way is read again, not taken for the file the cache was made from (a new user's
+    walkthrough found status printing the old geomean after `cp -p perf.orig perf`)."""
+    monkeypatch.setattr(round_cache, "RECENT_NS", 100_000_000)  # the guard on, shorter than helix's 3 s
+    ws = _workspace(tmp_path / "ws")
+    old = 1_700_000_000 * 10**9
+    perf = ws / "opt-round-2" / "opt_add_perf.txt"
+    os.utime(perf, ns=(old, old))
+    original = perf.read_bytes()
+    time.sleep(0.15)  # every file settled (its ctime too: no one can set that)
+    expected = _status_json(ws)
+    _status_json(ws)  # every entry kept
+    assert 2 in round_cache._read(ws)[1]["perf"]  # noqa: SLF001
+    edited = original.replace(b'"kernel_avg_time_us":9.0', b'"kernel_avg_time_us":8.0', 1)
+    assert len(edited) == len(original) and edited != original
+    with open(perf, "r+b") as handle:  # in place: the same inode
+        handle.write(edited)
+    os.utime(perf, ns=(old, old))  # and the old mtime back
+    changed = _status_json(ws)
+    assert changed != expected
+    with open(perf, "r+b") as handle:
+        handle.write(original)
+    os.utime(perf, ns=(old, old))
+    assert _status_json(ws) == expected

@@ -132,9 +132,11 @@ def _cache_key(python: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def _cache_file(key: str) -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "helix" / f"backend-probe-{key}.json"
+def _cache_file(key: str) -> Path | None:
+    from helix_engine.workspace.sealed import user_cache_folder  # the XDG rule the cache key follows
+
+    folder = user_cache_folder()
+    return folder / f"backend-probe-{key}.json" if folder is not None else None
 
 
 def _run_probe(python: str) -> dict[str, Any]:
@@ -207,9 +209,9 @@ def detect(*, refresh: bool = False, python: str | None = None) -> BackendReport
     key = _cache_key(python)
     if not refresh and key in _CACHE:
         return _CACHE[key]
-    use_file = os.environ.get("HELIX_BACKEND_CACHE", "1") not in ("0", "false", "no")
     path = _cache_file(key)
-    if use_file and not refresh:
+    use_file = path is not None and os.environ.get("HELIX_BACKEND_CACHE", "1") not in ("0", "false", "no")
+    if use_file and path is not None and not refresh:
         try:
             report = BackendReport.model_validate_json(path.read_text(encoding="utf-8"))
             if 0 <= time.time() - report.probed_at < CACHE_TTL_S:
@@ -219,7 +221,7 @@ def detect(*, refresh: bool = False, python: str | None = None) -> BackendReport
             pass
     report = _build_report(_run_probe(python))
     _CACHE[key] = report
-    if use_file and not report.probe_error:
+    if use_file and path is not None and not report.probe_error:
         try:
             from helix_engine.workspace.files import atomic_write_text
 
