@@ -1,5 +1,5 @@
 """The fixed words of the workflow contract (round strategies, analysis policies), apart from
-the pydantic models that check them: ``helix --help`` lists them as argparse choices and must
+the file models that check them: ``helix --help`` lists them as argparse choices and must
 not import (or build) the models to do so."""
 
 from __future__ import annotations
