@@ -445,9 +445,11 @@ class FileModel(metaclass=_ModelMeta):
         return out
 
     def model_dump_json(self, *, indent: int | None = None) -> str:
-        """``model_dump`` as JSON text: compact, or indented by ``indent`` (as pydantic writes it)."""
+        """``model_dump`` as JSON text: compact, or indented by ``indent``, every NaN or infinity as
+        null (strict JSON; as pydantic writes it)."""
         separators = (",", ":") if indent is None else (",", ": ")
-        return json.dumps(self.model_dump(mode="json"), indent=indent, separators=separators, ensure_ascii=False)
+        return json.dumps(_json_safe(self.model_dump(mode="json")), indent=indent, separators=separators,
+                          ensure_ascii=False)
 
     def model_copy(self: M, *, update: dict[str, Any] | None = None) -> M:
         """A shallow copy with ``update`` set as given (not checked, as pydantic's)."""

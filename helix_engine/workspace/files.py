@@ -228,7 +228,7 @@ def orphan_temps(workspace: Path, *, max_age_s: float = TEMP_MAX_AGE_S) -> list[
 
     listing = walk_listing()
     top = os.fspath(workspace)
-    if listing is not None and top in listing[1]:
+    if listing is not None and (top in listing[1] or (top == "." and "" in listing[1])):  # "." is "" there
         return _listed_temps(top, listing, max_age_s)
     return _orphan_temps(Path(workspace), max_age_s, remove=False)
 

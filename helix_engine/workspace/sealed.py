@@ -75,13 +75,63 @@ def forget_key() -> None:
     _key = _UNSET
 
 
-def _private_folder(path: Path, *, own: bool) -> None:
-    """Raise ValueError unless ``path`` is a real folder (no link) that no one but its owner can
-    write, owned by this user (``own``) or by this user or root."""
+def _writable_by_others(st: os.stat_result) -> bool:
+    """Whether someone other than the folder's owner can change what it holds. Group write counts
+    only when the group is not this user's own (a user-private group: umask 002 systems make
+    ~/.cache 0775, and no one else is in that group)."""
+    if st.st_mode & 0o002:
+        return True
+    if not st.st_mode & 0o020:
+        return False
+    import grp
+    import pwd
+
+    try:
+        group, user = grp.getgrgid(st.st_gid), pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return True
+    return st.st_gid != os.getgid() or any(member != user for member in group.gr_mem)
+
+
+def _check_base(path: Path) -> None:
+    """The folder the key's folder lies in (``~/.cache``; a link to it is followed, as home
+    quotas make common): this user's or root's, and no one else can swap what it holds."""
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid not in (os.getuid(), 0) or _writable_by_others(st):
+        raise ValueError(f"{path} is a folder others can write; helix keeps no cache key there")
+
+
+def _own_folder(path: Path) -> None:
+    """helix's own folder (``~/.cache/helix``): a real folder of this user, made private (0700)
+    when it is not (another of helix's writers, or pip's umask, may have made it 0775)."""
     st = os.lstat(path)
-    owners = (os.getuid(),) if own else (os.getuid(), 0)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid not in owners or st.st_mode & 0o022:
-        raise ValueError(f"{path} is not a folder only its owner can write; helix keeps no cache key there")
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise ValueError(f"{path} is not a folder of this user; helix keeps no cache key there")
+    if st.st_mode & 0o077:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0))  # never a link's target
+        try:
+            os.fchmod(fd, 0o700)
+        finally:
+            os.close(fd)
+        if _writable_by_others(st):  # a key found there may be someone else's: a new one replaces it
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path / KEY_NAME)
+
+
+def user_cache_folder_made() -> Path | None:
+    """`user_cache_folder`, made (0700) and checked as the key's folder is; None when it cannot be."""
+    folder = user_cache_folder()
+    if folder is None:
+        return None
+    try:
+        folder.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _check_base(folder.parent)
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700)
+        _own_folder(folder)
+    except (OSError, ValueError):
+        return None
+    return folder
 
 
 def _read_key(path: Path) -> bytes | None:
@@ -103,15 +153,10 @@ def _read_key(path: Path) -> bytes | None:
 
 
 def _read_or_make_key() -> bytes | None:
-    path = key_path()
-    if path is None:
+    folder = user_cache_folder_made()
+    if folder is None:
         return None
-    base, folder = path.parent.parent, path.parent
-    base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _private_folder(base, own=False)
-    with contextlib.suppress(FileExistsError):
-        folder.mkdir(mode=0o700)
-    _private_folder(folder, own=True)
+    path = folder / KEY_NAME
     found = _read_key(path)
     if found is not None:
         return found
@@ -121,12 +166,17 @@ def _read_or_make_key() -> bytes | None:
         os.fsync(fd)
         os.close(fd)
         fd = -1
-        with contextlib.suppress(FileExistsError):  # another process made it first: its key is the key
-            os.link(tmp, path)
+        try:
+            os.link(tmp, path)  # never over a key another process made first: its key is the key
+        except FileExistsError:
+            pass
+        except OSError:  # a filesystem without hard links: the last rename wins, and every process reads it
+            os.rename(tmp, path)
     finally:
         if fd >= 0:
             os.close(fd)
-        os.unlink(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
     return _read_key(path)
 
 
@@ -285,7 +335,19 @@ _NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
 
 def _write_atomically(workspace: Path, name: str, fill: Callable[[int], Any]) -> bool:
     """``fill`` a new temp file in the workspace's ``.helix/cache/`` and rename it to ``name``,
-    through folders opened without following a link (none can be swapped for one meanwhile)."""
+    through folders opened without following a link (none can be swapped for one meanwhile);
+    False when it could not be written (no permission, a full disk, a folder in its place)."""
+    try:
+        return _write_in_cache(workspace, name, fill)
+    except OSError:
+        return False
+
+
+#: A temp file of a cache write this old is a killed writer's: the next write of that name removes it.
+STALE_TEMP_S = 600.0
+
+
+def _write_in_cache(workspace: Path, name: str, fill: Callable[[int], Any]) -> bool:
     try:
         helix_fd = os.open(os.path.join(os.fspath(workspace), ".helix"), _DIR)
     except OSError:
@@ -312,10 +374,25 @@ def _write_atomically(workspace: Path, name: str, fill: Callable[[int], Any]) ->
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=cache_fd)
             raise
+        _remove_stale_temps(cache_fd, name)
     finally:
         os.close(cache_fd)
         os.close(helix_fd)
     return True
+
+
+def _remove_stale_temps(cache_fd: int, name: str) -> None:
+    """Remove the temp files a killed write of ``name`` left (regular files of its pattern, older
+    than STALE_TEMP_S: a live writer's is younger); nothing else reports or removes them."""
+    import time
+
+    prefix, now = f".{name}.", time.time()
+    for entry in os.listdir(cache_fd):
+        if entry.startswith(prefix) and entry.endswith(".tmp") and len(entry) == len(prefix) + 12:
+            with contextlib.suppress(OSError):
+                st = os.lstat(entry, dir_fd=cache_fd)
+                if stat.S_ISREG(st.st_mode) and now - st.st_mtime > STALE_TEMP_S:
+                    os.unlink(entry, dir_fd=cache_fd)
 
 
 def remove(workspace: Path, name: str) -> None:

@@ -156,7 +156,8 @@ def _walked_temps(ws: Path) -> list[Path]:
         return files.orphan_temps(ws)
 
 
-def test_the_walks_listing_finds_the_temp_files_the_folder_scan_finds(tmp_path: Path) -> None:
+def test_the_walks_listing_finds_the_temp_files_the_folder_scan_finds(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     ws = _round_ready(tmp_path)
     for folder in (ws, ws / "baseline", ws / "opt-round-1", ws / ".helix", ws / ".helix" / "jobs" / "j1",
                    ws / "opt-round-1" / "profile", ws / "notes"):  # the last two: not contract folders
@@ -169,6 +170,12 @@ def test_the_walks_listing_finds_the_temp_files_the_folder_scan_finds(tmp_path: 
     scanned = files.orphan_temps(ws)
     assert len(scanned) == 10 and not any("profile" in str(p) or "notes" in str(p) for p in scanned)
     assert _walked_temps(ws) == scanned  # the same files, in the same order
+
+    monkeypatch.chdir(ws)  # `cd workspace && helix status .`: the walk lists "." as ""
+    here = Path(".")
+    scanned = files.orphan_temps(here)
+    monkeypatch.setattr(files, "_orphan_temps", lambda *a, **k: pytest.fail("the listing was not used"))
+    assert _walked_temps(here) == scanned and len(scanned) == 10
 
 
 def test_a_symlink_named_like_a_temp_file_is_never_followed_or_removed(

@@ -148,15 +148,78 @@ def test_a_key_in_a_place_others_could_write_is_no_key(own_key: Path, tmp_path: 
     assert sealed.key_path() == tmp_path / "home" / ".cache" / "helix" / sealed.KEY_NAME
     assert sealed.user_key() not in (None, b"p" * sealed.KEY_BYTES)
     monkeypatch.setenv("XDG_CACHE_HOME", str(own_key.parent.parent))
-    os.chmod(own_key.parent, 0o770)  # the key's folder writable by its group
+    os.chmod(own_key.parent, 0o703)  # the key's folder writable by anyone: made private, its key replaced
     sealed.forget_key()
-    assert sealed.user_key() is None and sealed.seal({"a": 1}, "x") is None
-    os.chmod(own_key.parent, 0o700)
+    fresh = sealed.user_key()
+    assert fresh is not None and fresh != made and own_key.read_bytes() == fresh
+    assert stat.S_IMODE(own_key.parent.stat().st_mode) == 0o700
     os.chmod(own_key.parent.parent, 0o777)  # the folder above it writable by anyone
     sealed.forget_key()
-    assert sealed.user_key() is None
+    assert sealed.user_key() is None and sealed.seal({"a": 1}, "x") is None
     os.chmod(own_key.parent.parent, 0o700)
     own_key.unlink()
     os.mkfifo(own_key, 0o600)  # read without blocking: refused, not a hang
     sealed.forget_key()
     assert sealed.user_key() is None
+
+
+def test_a_umask_002_cache_folder_of_a_private_group_keeps_its_key(own_key: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Systems with user-private groups and umask 002 make ~/.cache 0775 (pip, other tools): helix
+    keeps its key there, its own folder made 0700 with the key kept; a group with others in it, or
+    another user's group, is a place others could write."""
+    import grp
+
+    key = sealed.user_key()
+    base = own_key.parent.parent
+    os.chmod(base, 0o775)
+    os.chmod(own_key.parent, 0o755)  # readable by others, writable by no one else: the key stays
+    monkeypatch.setattr(grp, "getgrgid", lambda gid: grp.struct_group(("me", "x", gid, [])))
+    sealed.forget_key()
+    assert sealed.user_key() == key and stat.S_IMODE(own_key.parent.stat().st_mode) == 0o700
+    monkeypatch.setattr(grp, "getgrgid", lambda gid: grp.struct_group(("team", "x", gid, ["someone-else"])))
+    sealed.forget_key()
+    assert sealed.user_key() is None
+
+
+def test_a_linked_cache_folder_is_followed(own_key: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """~/.cache a link to a bigger disk (home quotas) is followed; helix's own folder as a link is not."""
+    real = tmp_path / "bigdisk" / "cache"
+    real.mkdir(parents=True, mode=0o700)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".cache").symlink_to(real)
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    sealed.forget_key()
+    assert sealed.user_key() is not None and (real / "helix" / sealed.KEY_NAME).is_file()
+    sealed.forget_key()
+    other = tmp_path / "other"
+    other.mkdir(mode=0o700)
+    (real / "helix").rename(other / "helix")
+    (real / "helix").symlink_to(other / "helix")
+    assert sealed.user_key() is None and sealed.user_cache_folder_made() is None
+
+
+def test_a_killed_writers_temp_files_are_removed_by_the_next_write(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    cache = ws / ".helix" / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    old, young, other = (cache / ".status.sealed.abcdefgh.tmp", cache / ".status.sealed.ijklmnop.tmp",
+                         cache / ".status.sealed.notours.tmp")
+    for path in (old, young, other):
+        path.write_bytes(b"partial")
+    stale = time.time() - sealed.STALE_TEMP_S - 60
+    os.utime(old, (stale, stale))
+    os.utime(other, (stale, stale))
+    assert sealed._write_atomically(ws, "status.sealed", lambda fd: os.write(fd, b"x"))  # noqa: SLF001
+    assert not old.exists() and young.exists() and other.exists()  # only its pattern, only when old
+    assert (cache / "status.sealed").read_bytes() == b"x"
+
+
+def test_a_write_that_cannot_land_is_false_not_an_error(tmp_path: Path) -> None:
+    ws = _ws(tmp_path)
+    cache = ws / ".helix" / "cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / "status.sealed").mkdir()  # a folder where the file goes: the rename fails
+    assert not sealed._write_atomically(ws, "status.sealed", lambda fd: os.write(fd, b"x"))  # noqa: SLF001
+    assert [p.name for p in cache.iterdir() if p.name.startswith(".status")] == []  # its temp removed

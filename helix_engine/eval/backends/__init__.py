@@ -133,9 +133,9 @@ def _cache_key(python: str) -> str:
 
 
 def _cache_file(key: str) -> Path | None:
-    from helix_engine.workspace.sealed import user_cache_folder  # the XDG rule the cache key follows
+    from helix_engine.workspace.sealed import user_cache_folder_made  # the cache key's folder, made private
 
-    folder = user_cache_folder()
+    folder = user_cache_folder_made()
     return folder / f"backend-probe-{key}.json" if folder is not None else None
 
 
