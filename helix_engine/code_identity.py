@@ -1,7 +1,9 @@
-"""A digest of the modules that compute a cached number: a cache entry made by other code is a miss.
+"""Which code is running: a cache entry or a warm worker made by other code is not used.
 
-One implementation for every cache under ``.helix/cache/`` (the interval cache, the round
-summaries): each names the modules its entries depend on and a tag with its format version.
+``package_identity``: every helix_engine module's name, size and mtime and the Python version,
+once per process: what every cache under ``.helix/cache/`` is sealed with (workspace/sealed.py)
+and keyed by. ``modules_digest_now``: the bytes of the modules as they are on disk now, for a
+long-lived warm worker that must notice an edit while it runs (eval/warm.py).
 """
 
 from __future__ import annotations
@@ -10,14 +12,7 @@ import hashlib
 import os
 import sys
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
-
-
-@lru_cache(maxsize=8)
-def modules_digest(tag: str, names: Sequence[str]) -> str:
-    """`modules_digest_now`, read once per process (a cache's entries are made by this process's code)."""
-    return modules_digest_now(tag, names)
 
 
 def modules_digest_now(tag: str, names: Sequence[str]) -> str:
@@ -36,7 +31,7 @@ def modules_digest_now(tag: str, names: Sequence[str]) -> str:
 
 
 def all_modules() -> tuple[str, ...]:
-    """Every helix_engine module, as `modules_digest` names them."""
+    """Every helix_engine module, as `modules_digest_now` names them."""
     root = Path(__file__).resolve().parent
     return tuple(sorted(str(p.relative_to(root)) for p in root.rglob("*.py")))
 

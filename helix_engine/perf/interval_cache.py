@@ -6,9 +6,9 @@ each): seconds per hundred rounds, paid again by every `helix status` and every 
 The judged geomean is a pure function of the two sides' records, the metric, the noise margins,
 the bootstrap's constants and the code that computes it, so a later run reads it back instead.
 
-The key is a sha256 of all of those (the code as the bytes of the modules that compute the
-number), so an entry is only ever used for the exact inputs that produced it, and a change of
-any of them simply misses. The file is derived data, sealed under this user's key
+The key is a sha256 of all of those (the code as the sealed caches name it: every module's
+name, size and mtime, code_identity.package_identity), so an entry is only ever used for the
+exact inputs that produced it, and a change of any of them simply misses. The file is derived data, sealed under this user's key
 (workspace/sealed.py): one that does not verify counts as empty, so a crafted verdict never
 reaches the promotion rule; an entry that is not a valid judged geomean is ignored (and computed
 again); it is written atomically, only into a .helix/ folder that already exists as a real folder
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from helix_engine.code_identity import modules_digest
+from helix_engine.code_identity import package_identity
 from helix_engine.perf.results import Interval, SpeedupEstimate
 from helix_engine.workspace import sealed
 from helix_engine.workspace.models import PerfRecord
@@ -35,10 +35,6 @@ CACHE_FILE = "intervals.sealed"
 VERSION = 2  # 2: sealed (workspace/sealed.py)
 #: Entries kept in the file beyond those the last run used (other metrics, older margins).
 MAX_ENTRIES = 20000
-#: The modules whose code decides the judged geomean (pairing, core, bootstrap, promotion).
-_CODE = ("perf/stats.py", "perf/evaluation.py", "perf/formulas.py", "perf/margins.py", "perf/promotion.py",
-         "perf/results.py", "perf/paired.py", "workspace/status_rules.py", "workspace/status_pairing.py",
-         "perf/interval_cache.py")
 _VERDICTS = ("faster", "slower", "within-noise")
 
 _digests: dict[int, tuple[Sequence[PerfRecord], str]] = {}
@@ -47,8 +43,9 @@ _lock = threading.Lock()
 
 
 def code_digest() -> str:
-    """sha256 of the modules that compute the number (read once per process)."""
-    return modules_digest(f"{VERSION}", _CODE)
+    """The code that computes the number: helix_engine's modules as the seal names them
+    (code_identity.package_identity), with this file's format version."""
+    return f"intervals {VERSION} {package_identity()}"
 
 
 def records_digest(records: Sequence[PerfRecord]) -> str:

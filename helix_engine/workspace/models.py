@@ -17,12 +17,11 @@ from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+# The evaluation core's typed results (perf/results.py imports nothing from here); the old
+# names CaseDelta and Comparison stay for callers.
 from helix_engine.perf.results import CaseEvaluation as CaseDelta  # noqa: F401
 from helix_engine.perf.results import Promotion, RoundPromotion  # noqa: F401
 from helix_engine.perf.results import RoundEvaluation as Comparison
-
-# The evaluation core's typed results (perf/results.py imports nothing from here); the old
-# names CaseDelta and Comparison stay for callers.
 from helix_engine.record import record
 from helix_engine.workspace import filemodel
 from helix_engine.workspace.filemodel import FileModel

@@ -32,10 +32,11 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from helix_engine.code_identity import modules_digest
+from helix_engine.code_identity import package_identity
 from helix_engine.record import record
 from helix_engine.workspace import sealed
 from helix_engine.workspace.models import Problem
+from helix_engine.workspace.status_cache import RECENT_S
 
 CACHE_FILE = "rounds.sealed"
 #: The entries changed since rounds.sealed was written, on top of it (see RoundCache.save).
@@ -46,18 +47,14 @@ VERSION = 9  # 2: the "reads" section (round folder reads); 3: reads as text; 4:
 # digest; 5: and their compact case values (values_out); 6: the values as four strings; 7: and whether
 # the records carry samples; 8: sealed pickles of the objects (reads: the validated state; "files"); 9: the
 # file identities hold the ctime
-#: The code whose output an entry holds: reading a round, pairing, the core, the promotion rule.
-_CODE = ("workspace/round_cache.py", "workspace/status_rules.py", "workspace/status_pairing.py",
-         "workspace/round_reading.py", "workspace/reading.py", "workspace/models.py", "perf/artifact.py",
-         "perf/evaluation.py", "perf/formulas.py", "perf/margins.py", "perf/promotion.py", "perf/results.py",
-         "perf/paired.py", "perf/stats.py")
 _MAX_BYTES = 256 * 1024 * 1024
 
 
 
 def code_digest() -> str:
-    """sha256 of the modules that compute a summary (read once per process)."""
-    return modules_digest(f"rounds {VERSION}", _CODE)
+    """The code that computes a summary: helix_engine's modules as the seal names them
+    (code_identity.package_identity), with this file's format version."""
+    return f"rounds {VERSION} {package_identity()}"
 
 
 @record
@@ -270,7 +267,7 @@ _PARTS = ("perf", "reads", "files", "rounds")
 #: A file changed this recently is not kept by its identity: a second write of the same size within
 #: one timestamp tick would look unchanged (the stored output's guard, status_cache.RECENT_S: some
 #: filesystems keep whole or even two seconds).
-RECENT_NS = 3_000_000_000  # = status_cache.RECENT_S (not imported: a load needs nothing else of it)
+RECENT_NS = int(RECENT_S * 1e9)
 
 
 def _key_settled(key: Any) -> bool:

@@ -374,7 +374,8 @@ def _write_in_cache(workspace: Path, name: str, fill: Callable[[int], Any]) -> b
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=cache_fd)
             raise
-        _remove_stale_temps(cache_fd, name)
+        with contextlib.suppress(OSError):  # the file is written: a sweep that fails changes nothing
+            _remove_stale_temps(cache_fd, name)
     finally:
         os.close(cache_fd)
         os.close(helix_fd)
