@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.perf.report import estimate_to_json
-from helix_engine.perf.results import RoundPromotion, SpeedupEstimate
+from helix_engine.perf.results import NOT_PROMOTED, RoundPromotion, SpeedupEstimate
 from helix_engine.record import record
 from helix_engine.sanitize import SGR, clean
 from helix_engine.workspace import logged_best, status_rules
@@ -166,7 +166,16 @@ def _promotion_json(found: RoundPromotion | None) -> dict[str, Any] | None:
     return {"status": found.status, "reason": found.reason, "basis": found.basis,
             "vs_baseline": estimate_to_json(found.vs_baseline),
             "vs_previous_best": estimate_to_json(found.vs_previous_best),
-            "previous_best": f"round-{found.previous_best}" if found.previous_best is not None else "baseline"}
+            "previous_best": _previous_best(found)}
+
+
+def _previous_best(found: RoundPromotion) -> str | None:
+    """The best this round was judged against: a round, the baseline (it became the first best,
+    superseded since or not), or None (not promoted: it never got past the baseline, so no best
+    was compared with it)."""
+    if found.previous_best is not None:
+        return f"round-{found.previous_best}"
+    return None if found.status == NOT_PROMOTED else "baseline"
 
 
 def promoted_text(item: OperatorStatus) -> str:

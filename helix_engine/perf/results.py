@@ -203,7 +203,7 @@ class RoundPromotion:
     vs_baseline: SpeedupEstimate | None = None  # geomean (ratio of means) against the baseline
     vs_baseline_paired: bool = False  # vs_baseline comes from the paired run (both sides in one job)
     vs_previous_best: SpeedupEstimate | None = None  # geomean against the best before this round
-    previous_best: int | None = None  # None: the baseline was the best
+    previous_best: int | None = None  # None: compared with no round (the first best, or not past the baseline)
     basis: Basis = "none"  # what the decision could rest on
 
     def __eq__(self, other: object) -> bool:

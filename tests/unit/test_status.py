@@ -338,3 +338,17 @@ def test_next_step_mends_a_round_start_round_would_refuse(tmp_path: Path) -> Non
     item = collect([ws])[0][0]
     assert item.next_step.startswith("mend opt-round-3 first (its folder is missing)")
     assert "its folder is missing" in refused()
+
+
+def test_a_round_slower_than_the_baseline_names_no_previous_best(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Only a round judged against a best names it: round-1 became the first best (over the
+    baseline), round-2 is faster than round-1 and names it, round-3 never got past the baseline
+    (null, not "baseline": round-2 was the best then)."""
+    ws = build_workspace(tmp_path, baseline=BASE, rounds=[R1, RoundSpec({"a": 6.0, "b": 12.0}, parent="opt-round-1"),
+                                                          RoundSpec({"a": 12.0, "b": 24.0}, parent="opt-round-2")])
+    rc, out, _ = _run(capsys, str(ws), "--json")
+    rounds = {r["round"]: r["promotion"] for r in json.loads(out)["operators"][0]["rounds"]}
+    assert rc == 0 and rounds[1]["previous_best"] == "baseline"
+    assert rounds[2]["previous_best"] == "round-1" and rounds[2]["status"] == "current best"
+    assert rounds[3]["previous_best"] is None and rounds[3]["status"] != "current best"
