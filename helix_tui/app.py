@@ -23,7 +23,7 @@ from textual.notifications import SeverityLevel
 from textual.reactive import reactive
 from textual.widgets import TabbedContent, Tree
 
-from helix_engine.sanitize import clean
+from helix_engine.sanitize import clean, clean_name
 from helix_engine.watch import WatchBatch, watch_workspace
 from helix_engine.workspace.models import WorkspaceSnapshot
 from helix_tui import actions, gc_policy, hangup, render, views
@@ -472,9 +472,13 @@ def run_cockpit(argv: list[str]) -> int:
     path = _enclosing_workspace(Path(args.workspace))
     found = find_workspaces(path)
     if not found:
-        print(f"error: {path} is not an operator workspace and holds none; run helix in a workspace folder, or "
+        print(f"error: {clean_name(path)} is not an operator workspace and holds none; run helix in a workspace folder, or "
               "`helix demo` to make one", file=sys.stderr)
         return 1
+    if not _has_terminal():  # an agent's or a script's pipe: the cockpit would draw into it and wait for keys
+        print(f"error: the cockpit needs a terminal (stdin and stdout are not one here); run `helix status "
+              f"{clean_name(path)}` for the same facts as text, or add --json", file=sys.stderr)
+        return 2
     chosen = found[0]
     fleet_folder: Path | None = None
     if len(found) > 1:
@@ -492,6 +496,11 @@ def run_cockpit(argv: list[str]) -> int:
         if switch_to is None:
             return int(result or 0)
         chosen = switch_to
+
+
+def _has_terminal() -> bool:
+    """Whether keys come from a terminal and the screen goes to one (`helix demo` asks the same)."""
+    return sys.stdin.isatty() and sys.stdout.isatty()
 
 
 def _enclosing_workspace(path: Path) -> Path:

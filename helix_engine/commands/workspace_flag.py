@@ -29,7 +29,7 @@ def add_workspace_flag(parser: argparse.ArgumentParser, *, folder_flag: str | No
     """``--workspace``/``-w`` on ``parser``: beside its positional WORKSPACE, or, with ``folder_flag``
     (``--round-dir``, ``--baseline-dir``), the workspace a relative folder of that flag lies in."""
     help_text = (f"the operator workspace; a relative {folder_flag} is taken inside it" if folder_flag else
-                 "the operator workspace, as an option (the same as the positional WORKSPACE)")
+                 "the operator workspace, as an option (the same as the positional workspace argument)")
     parser.add_argument("--workspace", "-w", dest=FLAG_DEST, metavar="WORKSPACE", default=None, help=help_text)
     default = next((a.default for a in parser._actions if a.dest == "workspace"), None)  # noqa: SLF001
     parser.set_defaults(**{_DEFAULT: default})

@@ -44,9 +44,22 @@ def test_a_round_or_baseline_folder_opens_its_workspace(tmp_path: Path, monkeypa
             return 0
 
     monkeypatch.setattr(app_module, "HelixApp", Recorder)
+    monkeypatch.setattr(app_module, "_has_terminal", lambda: True)
     for inner in (ws / "opt-round-1", ws / "baseline"):
         assert run_cockpit([str(inner)]) == 0
         assert opened.pop().resolve() == ws.resolve()
     monkeypatch.chdir(ws / "opt-round-2")
     assert run_cockpit([]) == 0
     assert opened.pop().resolve() == ws.resolve()
+
+
+def test_without_a_terminal_the_cockpit_says_what_to_run_instead(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """An agent's pipe (no TTY): the cockpit drew into it and waited for keys forever."""
+    import subprocess
+    import sys
+
+    ws = make_workspace(tmp_path)
+    done = subprocess.run([sys.executable, "-c", "import sys; from helix_tui.cli import main; sys.exit(main(sys.argv[1:]))",
+                           str(ws)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stdout == ""
+    assert "the cockpit needs a terminal" in done.stderr and f"`helix status {ws}`" in done.stderr

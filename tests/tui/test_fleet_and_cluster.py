@@ -69,6 +69,7 @@ def test_run_cockpit_opens_the_workspace_chosen_with_w(tmp_path: Path, monkeypat
             return 0
 
     monkeypatch.setattr(app_module, "HelixApp", Recorder)
+    monkeypatch.setattr(app_module, "_has_terminal", lambda: True)
     assert run_cockpit([str(first)]) == 0
     assert opened == [first, second]
 
