@@ -207,33 +207,7 @@ def run_one(request: dict[str, Any], case_id: str, iterations: int, backend: Any
 # ------------------------------------------------------------------------------------- test
 
 
-def _differential_payload(operator_file: Path, test_file: Path, case_id: str | None, backend: Any,
-                          events: Any, label: str) -> dict[str, Any]:
-    from helix_engine.eval.loader import load_differential_cases
-
-    cases, compute = load_differential_cases(test_file, operator_file)
-    if case_id is not None:
-        ids = [c.id for c in cases]
-        cases = [c for c in cases if c.id == case_id]
-        if not cases:
-            raise HarnessContractError(test_file, "build_differential_test_cases",
-                                       f"no case with id {case_id!r}; the ids are: {', '.join(ids)}")
-    out = []
-    for index, case in enumerate(cases):
-        events.case_started(f"{label}:{case.id}", index, len(cases))
-        result = case.fn()
-        backend.synchronize()
-        out.append({"id": case.id, "inputs": _to_cpu(tuple(case.inputs)), "result": _to_cpu(result)})
-        events.case_finished(f"{label}:{case.id}", {"ok": True})
-        events.progress(index + 1, len(cases))
-    return {"compute": compute, "cases": out}
-
-
 def run_test(request: dict[str, Any], backend: Any, events: Any) -> dict[str, Any]:
-    import torch
-
-    from helix_engine.eval.accuracy import compare_payloads
-
     operator_file, test_file = Path(request["operator_file"]), Path(request["test_file"])
     buf = io.StringIO()
     rc, archived, comparison, raised = 0, None, None, None
@@ -247,22 +221,10 @@ def run_test(request: dict[str, Any], backend: Any, events: Any) -> dict[str, An
                 main(api)
                 backend.synchronize()
                 events.case_finished("main", {"ok": True})
-            else:
-                case_id = request.get("case_id")
-                payload = _differential_payload(operator_file, test_file, case_id, backend, events, "candidate")
-                if case_id is None and request.get("archive_path"):
-                    torch.save(payload, request["archive_path"])
-                    archived = request["archive_path"]
-                reference = None
-                if request.get("ref_archive"):
-                    reference = torch.load(request["ref_archive"], map_location="cpu", weights_only=True)
-                    if case_id is not None and isinstance(reference, dict) and isinstance(reference.get("cases"), list):
-                        reference = dict(reference, cases=[c for c in reference["cases"] if c.get("id") == case_id])
-                elif request.get("ref_operator_file"):
-                    reference = _differential_payload(Path(request["ref_operator_file"]), test_file, case_id,
-                                                      backend, events, "reference")
-                if reference is not None:
-                    comparison = compare_payloads(reference, payload, request.get("accuracy_mode"), backend.name).to_json()
+            else:  # the gate: each operator in its own process, compared here (gate/difftest.py)
+                from helix_engine.gate.difftest import run_test_gate
+
+                return run_test_gate(request, backend, events)
         except HarnessContractError:
             raise
         except BaseException as exc:  # noqa: BLE001 - the test failing is the result
@@ -298,9 +260,16 @@ def main(argv: list[str] | None = None) -> int:
         if request["action"] == "bench":
             result = run_bench(request, request_path, backend, events)
         elif request["action"] == "paired":
-            from helix_engine.eval.interleave import run_paired
+            from helix_engine.gate.sides import GATE_MODES
 
-            result = run_paired(request, request_path, backend, events, _time_case, _record)
+            if request["bench_mode"] in GATE_MODES:  # candidate and reference each in their own process
+                from helix_engine.gate.paired import run_paired_gate
+
+                result = run_paired_gate(request, backend, events, _record)
+            else:  # msprof runs its own target process per case: both sides in this one (no gate)
+                from helix_engine.eval.interleave import run_paired
+
+                result = run_paired(request, request_path, backend, events, _time_case, _record)
         elif request["action"] == "adaptive":
             from helix_engine.eval.adaptive import run_adaptive
 

@@ -1,0 +1,155 @@
+"""The supervisor's handle on one operator process: a private copy of the operator, a scrubbed
+environment, two pipes, and calls that raise ``OperatorFailed`` when the operator does.
+
+The copy: the operator file and the Python files beside it (an operator may import a helper
+module of its round) go to a fresh folder outside the workspace, which is the process's working
+directory and first import path; the process is told no workspace path, no job id and no command
+name, so it cannot tell a test from a bench, and whatever it writes is not a file of record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from helix_engine.gate import wire
+
+#: the sibling files copied with an operator, at most (an operator folder is small)
+MAX_SIBLING_BYTES = 8 * 1024 * 1024
+#: variables an operator process keeps (beside the backend's own and the toolchains')
+_KEEP_PREFIXES = ("TRITON_", "CUDA_", "ASCEND_", "NPU_", "TORCH_", "LD_", "OMP_", "MKL_", "OPENBLAS_",
+                  "NVIDIA_", "ROCM_", "HIP_", "CC", "CXX", "PYTORCH_")
+_KEEP = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUNBUFFERED",
+         "HELIX_DEVICE", "HELIX_BACKEND", "HELIX_DEBUG", "CC", "CXX", "TERM"}
+
+
+class OperatorFailed(Exception):
+    """The operator raised (or its process died); ``traceback`` holds its own frames."""
+
+    def __init__(self, message: str, traceback: str = "", user_code_error: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.traceback = traceback
+        self.user_code_error = user_code_error
+
+
+@dataclass
+class PrivateCopy:
+    folder: Path
+    operator: Path
+    sha256: str
+    #: the sibling files copied, name → sha256
+    siblings: dict[str, str] = field(default_factory=dict)
+
+
+def private_copy(operator_file: Path, label: str) -> PrivateCopy:
+    operator_file = Path(operator_file).resolve()
+    folder = Path(tempfile.mkdtemp(prefix=f"helix-gate-{label}-"))
+    siblings: dict[str, str] = {}
+    budget = MAX_SIBLING_BYTES
+    for src in sorted(operator_file.parent.glob("*.py")):
+        if src == operator_file or src.is_symlink() or not src.is_file():
+            continue
+        size = src.stat().st_size
+        if size > budget:
+            continue
+        budget -= size
+        data = src.read_bytes()
+        (folder / src.name).write_bytes(data)
+        siblings[src.name] = hashlib.sha256(data).hexdigest()
+    data = operator_file.read_bytes()
+    target = folder / operator_file.name
+    target.write_bytes(data)
+    for p in folder.iterdir():
+        p.chmod(0o444)
+    folder.chmod(0o555)
+    return PrivateCopy(folder, target, hashlib.sha256(data).hexdigest(), siblings)
+
+
+def operator_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    source = dict(os.environ if base is None else base)
+    env = {k: v for k, v in source.items() if k in _KEEP or k.startswith(_KEEP_PREFIXES)}
+    repo = str(Path(__file__).resolve().parents[2])
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if repo not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([repo, *paths])
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+class OperatorClient:
+    """One operator process. ``label`` is "candidate" or "reference" (the supervisor's name for
+    it; the process itself is never told)."""
+
+    def __init__(self, label: str, operator_file: Path, backend: Any) -> None:
+        self.label = label
+        self.copy = private_copy(operator_file, label)
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "helix_engine.gate.opproc", str(to_child_r), str(from_child_w)],
+            pass_fds=(to_child_r, from_child_w), cwd=str(self.copy.folder), env=operator_environment(),
+            stdin=subprocess.DEVNULL)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.wfd, self.rfd = to_child_w, from_child_r
+        self.sent_steps = 0
+        self.hello = self.ask({"cmd": "hello", "backend": backend.name, "device_str": backend.device_str,
+                               "operator_file": str(self.copy.operator)})
+
+    def ask(self, msg: dict[str, Any], blob: bytes = b"") -> dict[str, Any]:
+        reply, _ = self.ask_blob(msg, blob)
+        return reply
+
+    def ask_blob(self, msg: dict[str, Any], blob: bytes = b"") -> tuple[dict[str, Any], bytes]:
+        try:
+            wire.send(self.wfd, msg, blob)
+            reply, out = wire.recv(self.rfd)
+        except wire.WireError as exc:
+            code = self.proc.poll()
+            if code is None:
+                with contextlib.suppress(Exception):
+                    code = self.proc.wait(timeout=2.0)
+            died = f" (its process ended with code {code})" if code is not None else ""
+            raise OperatorFailed(f"the {self.label} operator's process stopped answering{died}: {exc}") from None
+        if not reply.get("ok"):
+            raise OperatorFailed(str(reply.get("error") or "the operator failed"), str(reply.get("traceback") or ""),
+                                 reply.get("user_code_error") if isinstance(reply.get("user_code_error"), dict) else None)
+        return reply, out
+
+    def timed_round_trip(self, msg: dict[str, Any]) -> float:
+        """Seconds from sending ``msg`` to its answer, measured here (the operator's clock is not used)."""
+        start = time.perf_counter()
+        self.ask(msg)
+        return time.perf_counter() - start
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            wire.send(self.wfd, {"cmd": "exit"})
+        for fd in (self.wfd, self.rfd):
+            with contextlib.suppress(Exception):
+                os.close(fd)
+        try:
+            self.proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            with contextlib.suppress(Exception):
+                self.proc.wait(timeout=5.0)
+        _remove(self.copy.folder)
+
+
+def _remove(folder: Path) -> None:
+    with contextlib.suppress(Exception):
+        folder.chmod(0o755)
+        for p in folder.iterdir():
+            with contextlib.suppress(Exception):
+                p.chmod(0o644)
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,257 @@
+"""The operator's own process: ``python -m helix_engine.gate.opproc IN_FD OUT_FD``.
+
+It imports one operator file (a private copy the supervisor made) and nothing of the judge: no
+harness, no reference, no comparison, no files of record. It replays the calls the supervisor
+recorded (gate/recorder.py) on the inputs the supervisor sends, and answers with raw timings
+and, when asked, the outputs of one call, what that call did to its inputs, and the threads the
+operator left running. Everything it says is checked by the supervisor, which trusts none of it
+for a verdict except as a measurement of itself.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import traceback
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from helix_engine.gate import wire
+from helix_engine.gate.recorder import decode, run_steps
+
+
+class Slot:
+    """One timed slot: ``n_sets`` copies of the received inputs (one per call when memory
+    allows, so no call sees the buffers another call saw), the outputs of the last ``keep`` calls."""
+
+    def __init__(self, op: OperatorProcess, inputs: list[Any], program: dict[str, Any], n_sets: int,
+                 keep: int) -> None:
+        import torch
+
+        self.op, self.program = op, program
+        self.pristine = inputs
+        shared = _shares_storage(inputs)
+        self.sets = [[t.clone() if isinstance(t, torch.Tensor) and not shared else t for t in inputs]
+                     for _ in range(1 if shared else max(1, n_sets))]
+        self.calls = 0
+        self.kept: deque[tuple[int, Any]] = deque(maxlen=max(1, keep))
+
+    def __call__(self) -> Any:
+        index = self.calls % len(self.sets)
+        self.calls += 1
+        out = self.op.call(self.sets[index], self.program)
+        self.kept.append((index, out))
+        return out
+
+
+def _shares_storage(tensors: list[Any]) -> bool:
+    import torch
+
+    seen: set[int] = set()
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            ptr = t.untyped_storage().data_ptr()
+            if ptr in seen and t.numel():
+                return True
+            seen.add(ptr)
+    return False
+
+
+class OperatorProcess:
+    def __init__(self, rfd: int, wfd: int) -> None:
+        self.rfd, self.wfd = rfd, wfd
+        self.env: dict[int, Any] = {}
+        self.sets: dict[str, tuple[list[Any], dict[str, Any]]] = {}
+        self.slot: Slot | None = None
+        self.backend: Any = None
+        self.device = "cpu"
+        self.base_threads: set[int | None] = set()
+
+    # --------------------------------------------------------------------------- calls
+    def call(self, tensors: list[Any], program: dict[str, Any]) -> Any:
+        run_steps(program["steps"], self.env, tensors, self.device)
+        return decode(program["output"], self.env, tensors, self.device)
+
+    # ------------------------------------------------------------------------ commands
+    def hello(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from helix_engine.eval.childlib import setup_backend
+        from helix_engine.eval.loader import import_file
+
+        self.backend = setup_backend({"backend": msg["backend"], "device_str": msg["device_str"]})
+        self.device = self.backend.device_str
+        import torch  # noqa: F401 - imported before the operator: its threads are not the operator's
+
+        if msg["backend"] == "cpu" or msg.get("import_triton"):
+            try:
+                import triton  # noqa: F401
+            except ImportError:
+                pass
+        self.base_threads = {t.ident for t in threading.enumerate()}
+        module = import_file(Path(msg["operator_file"]))
+        self.env = {0: module}
+        return {"threads": self._new_threads()}
+
+    def setup(self, msg: dict[str, Any]) -> dict[str, Any]:
+        run_steps(msg["steps"], self.env, [], self.device)
+        return {}
+
+    def inputs(self, msg: dict[str, Any], blob: bytes) -> dict[str, Any]:
+        tensors = wire.decode_blob(blob)
+        if not isinstance(tensors, list):
+            raise ValueError("inputs are not a list")
+        for name in msg.get("drop") or []:
+            self.sets.pop(str(name), None)
+        self.sets[str(msg["name"])] = (tensors, {"steps": msg["steps"], "output": msg["output"]})
+        return {}
+
+    def begin(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """A slot on input set ``name``; with ``mode`` an in-process timer runs it at once."""
+        tensors, program = self.sets[str(msg["name"])]
+        self.slot = Slot(self, tensors, program, int(msg.get("sets", 1)), int(msg.get("keep", 1)))
+        mode = msg.get("mode")
+        if not mode:
+            return {}
+        timing = _time(mode, self.slot, int(msg.get("reps", 1)), self.backend, list(msg.get("kernel_names") or []),
+                       str(msg.get("case_id") or "case"))
+        return {"samples_us": timing.samples_us, "kernel_avg_us": timing.kernel_avg_us,
+                "total_op_avg_us": timing.total_op_avg_us, "ops": timing.ops, "error_message": timing.error_message,
+                "calls": self.slot.calls}
+
+    def once(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """One call of the slot, then a synchronize (the supervisor times the round trip)."""
+        assert self.slot is not None
+        self.slot()
+        self.backend.synchronize()
+        return {}
+
+    def fetch(self, msg: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+        """The outputs of the ``index``-th kept call (from the oldest), what it did to its inputs."""
+        import torch
+
+        assert self.slot is not None
+        self.backend.synchronize()
+        kept = list(self.slot.kept)
+        if not kept:
+            raise ValueError("no call was made in this slot")
+        set_index, out = kept[min(int(msg.get("index", -1)) % len(kept), len(kept) - 1)]
+        inputs = self.slot.sets[set_index]
+        notes: dict[str, Any] = {"calls": self.slot.calls}
+        leaves = _leaves(out)
+        notes["subclass"] = sorted({type(v).__name__ for v in leaves
+                                    if isinstance(v, torch.Tensor) and type(v) is not torch.Tensor})
+        notes["foreign"] = sorted({type(v).__name__ for v in leaves if not isinstance(v, torch.Tensor)
+                                   and not (v is None or isinstance(v, (bool, int, float, str)))})
+        ptrs = {t.untyped_storage().data_ptr(): i for i, t in enumerate(inputs)
+                if isinstance(t, torch.Tensor) and t.numel()}
+        notes["aliased"] = sorted({ptrs[p] for v in leaves if isinstance(v, torch.Tensor) and v.numel()
+                                   and (p := v.untyped_storage().data_ptr()) in ptrs})
+        notes["mutated"] = [i for i, (a, b) in enumerate(zip(self.slot.pristine, inputs, strict=True))
+                            if isinstance(a, torch.Tensor) and not _same_bits(a, b)]
+        notes["threads"] = self._new_threads()
+        plain = _plain(out)
+        return notes, wire.encode_blob(plain)
+
+    def _new_threads(self) -> list[str]:
+        return sorted(t.name for t in threading.enumerate() if t.ident not in self.base_threads and t.is_alive())
+
+    # ---------------------------------------------------------------------------- loop
+    def serve(self) -> int:
+        handlers = {"hello": self.hello, "setup": self.setup, "begin": self.begin,
+                    "once": self.once}
+        while True:
+            try:
+                msg, blob = wire.recv(self.rfd)
+            except wire.WireError:
+                return 0
+            kind = msg.get("cmd")
+            if kind == "exit":
+                return 0
+            try:
+                if kind == "inputs":
+                    reply, out_blob = self.inputs(msg, blob), b""
+                elif kind == "fetch":
+                    reply, out_blob = self.fetch(msg)
+                else:
+                    reply, out_blob = handlers[str(kind)](msg), b""
+                wire.send(self.wfd, {"ok": True, **reply}, out_blob)
+            except BaseException as exc:  # noqa: BLE001 - the operator failing is an answer
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                wire.send(self.wfd, _error_reply(exc))
+
+
+def _error_reply(exc: BaseException) -> dict[str, Any]:
+    from helix_engine.eval.usercode import UserCodeError, user_traceback
+
+    reply: dict[str, Any] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                             "traceback": user_traceback(exc)[-8000:]}
+    if isinstance(exc, UserCodeError):
+        reply["user_code_error"] = exc.to_json()
+    elif isinstance(exc, (KeyError, AssertionError, wire.WireError)) and not reply["traceback"].strip():
+        reply["traceback"] = traceback.format_exc()[-4000:]
+    return reply
+
+
+def _time(mode: str, fn: Slot, reps: int, backend: Any, kernel_names: list[str], case_id: str) -> Any:
+    from helix_engine.eval import timing
+
+    sync = backend.synchronize
+    if mode == "device-event":
+        return timing.time_device_event(fn, 0, reps, sync)
+    if mode == "torch-profiler":
+        return timing.time_torch_profiler(fn, 0, reps, sync, kernel_names)
+    if mode == "torch-npu-profiler":
+        return timing.time_torch_npu_profiler(fn, 0, reps, sync, kernel_names, case_id)
+    if mode == "perf-counter":
+        return timing.time_perf_counter(fn, 0, reps, sync)
+    raise ValueError(f"bench mode {mode!r} cannot run in the operator process")
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    if isinstance(value, dict):
+        return [leaf for v in value.values() for leaf in _leaves(v)]
+    return [value]
+
+
+def _plain(value: Any) -> Any:
+    """The output as plain CPU tensors and containers (anything else becomes its type's name)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor:
+            return None
+        return value.detach().cpu()
+    if isinstance(value, tuple):
+        return tuple(_plain(v) for v in value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return f"<{type(value).__name__}>"
+
+
+def _same_bits(a: Any, b: Any) -> bool:
+    import torch
+
+    if not isinstance(b, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    x, y = a.detach().contiguous().reshape(-1), b.detach().contiguous().reshape(-1)
+    if x.dtype == torch.bool:
+        return bool(torch.equal(x, y))
+    return bool(torch.equal(x.view(torch.uint8), y.view(torch.uint8)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    return OperatorProcess(int(args[0]), int(args[1])).serve()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

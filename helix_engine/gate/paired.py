@@ -1,0 +1,189 @@
+"""A paired bench through the gate: candidate and reference each in their own process, measured
+in the same ABBA blocks, on fresh inputs for every slot, the outputs of a timed call of every
+slot compared with the reference's on the same inputs.
+
+Per case: a warm-up set for both sides (compile, caches; its outputs compared too), then the
+blocks of eval/interleave.py. Each block gets one new input set per slot position (new seed, new
+buffers); the candidate's i-th slot of a block and the reference's i-th slot run on copies of the
+same set, so the sides are measured on the same values. In a slot every call gets its own copy of
+the set where memory allows. Which call of a slot is compared is drawn after the slot ran.
+
+Returns what ``interleave.run_paired`` returns (the candidate's and the reference's records and
+the slots), plus ``gate``: the findings, the files that ran and their sha256. A case with a
+finding is recorded with an error, so its bench fails.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+from helix_engine.eval.interleave import merge, plan
+from helix_engine.gate.harness import TracedBench, fresh_seed
+from helix_engine.gate.opclient import OperatorClient, OperatorFailed
+from helix_engine.gate.sides import CallResult, Finding, Sides, finite_samples, judge_call
+
+SIDES = ("reference", "candidate")
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _caps(request: dict[str, Any], warmup: int, repeats: int) -> tuple[int, int]:
+    if request.get("warmup_cap") is not None:
+        warmup = min(warmup, int(request["warmup_cap"]))
+    if request.get("repeats_cap") is not None:
+        repeats = min(repeats, int(request["repeats_cap"]))
+    return warmup, repeats
+
+
+def run_paired_gate(request: dict[str, Any], backend: Any, events: Any, make_record: Any) -> dict[str, Any]:
+    from helix_engine.eval.loader import HarnessContractError
+    from helix_engine.eval.timing import CaseTiming
+    from helix_engine.perf.context import ContextProbe
+
+    bench_file = Path(request["bench_file"])
+    files = {"candidate": Path(request["operator_file"]), "reference": Path(request["reference_operator_file"])}
+    bench = TracedBench(bench_file, files["candidate"])
+    mode = request["bench_mode"]
+    accuracy_mode = request.get("accuracy_mode")
+    wanted = request.get("case_ids")
+    cases = [c for c in bench.cases if not wanted or c.id in wanted]
+    if wanted and set(wanted) - {c.id for c in bench.cases}:
+        raise HarnessContractError(bench_file, "build_bench_cases", f"no case with id {sorted(set(wanted))[0]!r}")
+    events.emit("log", msg=f"paired cases (gate): {', '.join(c.id for c in cases)}", case_ids=[c.id for c in cases])
+    try:
+        device_name = backend.device_name()
+    except Exception:  # noqa: BLE001 - a name is nice to have
+        device_name = backend.name
+    clients = {side: OperatorClient(side, files[side], backend) for side in SIDES}
+    sides = Sides(bench, clients)
+    probe = ContextProbe.start(backend)
+    findings: list[Finding] = []
+    records: list[dict[str, Any]] = []
+    reference_records: list[dict[str, Any]] = []
+    paired_cases: list[dict[str, Any]] = []
+    shim = _RecordHarness(bench)
+    try:
+        for index, case in enumerate(cases):
+            events.case_started(case.id, index, len(cases))
+            start = time.perf_counter()
+            warmup, repeats = _caps(request, case.warmup, case.repeats)
+            k, n_blocks, per_side = plan(repeats, mode, request.get("block_reps"), request.get("blocks"))
+            timings: dict[str, list[Any]] = {s: [] for s in SIDES}
+            slots: list[dict[str, Any]] = []
+            errors: dict[str, str] = {}
+            case_findings: list[Finding] = []
+            try:
+                case_findings = _run_case(sides, bench, case, mode, warmup, k, n_blocks, per_side, timings, slots,
+                                          accuracy_mode)
+            except OperatorFailed as exc:
+                errors[_who(exc)] = str(exc)
+                if exc.traceback:
+                    print(exc.traceback, flush=True)
+            findings += case_findings
+            if case_findings:
+                errors.setdefault("candidate", "gate: " + "; ".join(f.message for f in case_findings[:3]))
+            wall = time.perf_counter() - start
+            context = probe.now()
+            for side, out in (("candidate", records), ("reference", reference_records)):
+                error = errors.get(side)
+                if error is None and errors:
+                    other = "reference" if side == "candidate" else "candidate"
+                    error = f"not measured: the {other} failed ({errors[other]})"
+                timing = merge([CaseTiming(finite_samples(t.get("samples_us")), t.get("kernel_avg_us"),
+                                           t.get("total_op_avg_us"), t.get("ops"), t.get("error_message"))
+                                for t in timings[side]]) if timings[side] and error is None else None
+                out.append(make_record(case.id, shim, mode, timing, error, wall, backend, device_name,
+                                       context=context))
+            paired_cases.append({"case_label": case.id, "block_reps": k, "slots": slots if not errors else []})
+            events.case_finished(case.id, records[-1])
+            events.progress(index + 1, len(cases))
+    finally:
+        sides.close()
+    gate = {"findings": [f.to_json() for f in findings], "split": True, "bench_mode": mode,
+            "files": {"operator": clients["candidate"].copy.sha256, "reference": clients["reference"].copy.sha256,
+                      "bench": sha256_file(bench_file)},
+            "case_ids": [c.id for c in cases], "all_cases": not wanted}
+    return {"records": records, "reference_records": reference_records, "paired_cases": paired_cases,
+            "kernel_names": bench.kernel_names, "kernel_source": bench.kernel_source, "gate": gate}
+
+
+def _who(exc: OperatorFailed) -> str:
+    return "reference" if str(exc).startswith("the reference") else "candidate"
+
+
+class _RecordHarness:
+    """What the worker's record maker reads of a harness (kernel names and source, case work)."""
+
+    def __init__(self, bench: TracedBench) -> None:
+        self.kernel_names = bench.kernel_names
+        self.kernel_source = bench.kernel_source
+        self.cases = bench.cases
+        self.operator_file = bench.file
+
+
+def _run_case(sides: Sides, bench: TracedBench, case: Any, mode: str, warmup: int, k: int, n_blocks: int,
+              per_side: int, timings: dict[str, list[Any]], slots: list[dict[str, Any]],
+              accuracy_mode: str | None) -> list[Finding]:
+    from helix_engine.perf.paired import block_order
+
+    found: list[Finding] = []
+    names = bench.kernel_names
+    warm = bench.program(case, fresh_seed())
+    sides.load("warm", warm)
+    results: dict[str, CallResult] = {}
+    for side in SIDES:
+        _tagged(side, sides.slot, side, "warm", warm, None, max(1, warmup), names, case.id)
+        results[side] = _tagged(side, sides.fetch, side, -1)
+    found += judge_call(case.id, "warm-up call", results["candidate"], results["reference"], warm, True,
+                        accuracy_mode)
+    previous: list[str] = ["warm"]
+    for block in range(n_blocks):
+        programs = [bench.program(case, fresh_seed()) for _ in range(per_side)]
+        names_b = [f"b{block}p{p}" for p in range(per_side)]
+        for p, program in enumerate(programs):
+            sides.load(names_b[p], program, drop=previous if p == 0 else ())
+        previous = names_b
+        position = {s: 0 for s in SIDES}
+        picks = [secrets.randbelow(k) for _ in range(per_side)]
+        fetched: dict[tuple[str, int], CallResult] = {}
+        for side in block_order(block, per_side):
+            p = position[side]
+            position[side] += 1
+            timing = _tagged(side, sides.slot, side, names_b[p], programs[p], mode, k, names, case.id)
+            timings[side].append(timing)
+            slots.append({"block": block, "side": side, "samples_us": finite_samples(timing.get("samples_us"))})
+            fetched[(side, p)] = _tagged(side, sides.fetch, side, picks[p])
+        for p, program in enumerate(programs):
+            found += judge_call(case.id, f"timed call of block {block}", fetched[("candidate", p)],
+                                fetched[("reference", p)], program, True, accuracy_mode)
+        if found:
+            break  # the case has failed: measuring more of it proves nothing
+    return _unique(found)
+
+
+def _tagged(side: str, call: Any, *args: Any) -> Any:
+    """``call(*args)``; an operator failure says which side failed."""
+    try:
+        return call(*args)
+    except OperatorFailed as exc:
+        message = str(exc)
+        if not message.startswith(("the candidate", "the reference")):
+            exc.args = (f"the {side} operator raised {message}",)
+        raise
+
+
+def _unique(found: list[Finding]) -> list[Finding]:
+    seen: set[tuple[str, str]] = set()
+    out: list[Finding] = []
+    for f in found:
+        key = (f.kind, f.case)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out

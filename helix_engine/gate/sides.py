@@ -1,0 +1,161 @@
+"""The supervisor's two operator processes, driven slot by slot, and what it concludes.
+
+``Sides`` sends a program and its inputs to each process, runs a slot (timed by the process's
+profiler, or here by the supervisor's own clock), fetches the outputs of one call, and
+``judge_call`` compares them with the reference's outputs on the same inputs and compares the
+candidate's behaviour with the reference's: a tensor subclass, an output that is an input's
+storage, an input changed by the call, threads left running. Each is a ``Finding``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from helix_engine.gate import wire
+from helix_engine.gate.harness import TracedHarness
+from helix_engine.gate.opclient import OperatorClient, OperatorFailed
+from helix_engine.gate.recorder import CallProgram
+from helix_engine.sanitize import clean
+
+#: total bytes of per-call input copies a slot may hold on the device
+COPY_BUDGET_BYTES = 512 * 1024 * 1024
+#: bench modes whose timer runs in the operator's process; perf-counter is timed by the supervisor
+IN_PROCESS_MODES = frozenset({"device-event", "torch-profiler", "torch-npu-profiler"})
+GATE_MODES = IN_PROCESS_MODES | {"perf-counter"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something the gate found about the candidate; any finding fails the case it names."""
+
+    kind: str
+    case: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "case": self.case, "message": self.message}
+
+
+@dataclass
+class CallResult:
+    outputs: Any
+    notes: dict[str, Any]
+    unreadable: str | None = None
+
+
+def tensor_bytes(tensors: list[Any]) -> int:
+    import torch
+
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
+def calls_for(mode: str, reps: int) -> int:
+    """How many times the mode's timer calls the closure for ``reps`` timed repetitions."""
+    return {"torch-profiler": reps + 2, "torch-npu-profiler": reps + 2}.get(mode, reps)
+
+
+class Sides:
+    def __init__(self, harness: TracedHarness, clients: dict[str, OperatorClient]) -> None:
+        self.harness = harness
+        self.clients = clients
+
+    def load(self, name: str, program: CallProgram, drop: list[str] | tuple[str, ...] = ()) -> None:
+        blob = wire.encode_blob(program.tensors)
+        head = program.header()
+        for side, client in self.clients.items():
+            steps = self.harness.new_steps(side)
+            if steps:
+                client.ask({"cmd": "setup", "steps": steps})
+            client.ask({"cmd": "inputs", "name": name, "drop": list(drop), **head}, blob)
+
+    def slot(self, side: str, name: str, program: CallProgram, mode: str | None, reps: int,
+             kernel_names: list[str], case_id: str) -> dict[str, Any]:
+        """Run ``reps`` calls on set ``name``; the timing as the worker's CaseTiming fields."""
+        client = self.clients[side]
+        size = max(1, tensor_bytes(program.tensors))
+        n_calls = calls_for(mode or "perf-counter", reps)
+        copies = max(1, min(n_calls, COPY_BUDGET_BYTES // size))
+        if mode in IN_PROCESS_MODES:
+            return client.ask({"cmd": "begin", "name": name, "sets": copies, "keep": reps, "mode": mode,
+                               "reps": reps, "kernel_names": kernel_names, "case_id": case_id})
+        client.ask({"cmd": "begin", "name": name, "sets": copies, "keep": reps})
+        samples = [client.timed_round_trip({"cmd": "once"}) * 1e6 for _ in range(reps)]
+        if mode is None:
+            return {}
+        mean = sum(samples) / len(samples)
+        return {"samples_us": samples, "kernel_avg_us": mean, "total_op_avg_us": mean, "ops": [], "error_message": None}
+
+    def fetch(self, side: str, index: int) -> CallResult:
+        notes, blob = self.clients[side].ask_blob({"cmd": "fetch", "index": index})
+        try:
+            return CallResult(wire.decode_blob(blob), notes)
+        except wire.WireError as exc:
+            return CallResult(None, notes, str(exc))
+
+    def close(self) -> None:
+        for client in self.clients.values():
+            client.close()
+
+
+def judge_call(case: str, where: str, cand: CallResult, ref: CallResult, program: CallProgram, compute: bool,
+               accuracy_mode: str | None) -> list[Finding]:
+    """The candidate's call against the reference's on the same inputs."""
+    from helix_engine.eval.accuracy import compare_outputs
+
+    found: list[Finding] = []
+    found += behaviour_findings(case, cand.notes, ref.notes)
+    if cand.unreadable:
+        found.append(Finding("unreadable-output", case, f"{where}: the candidate's outputs are not plain tensors: "
+                                                        f"{cand.unreadable}"))
+        return found
+    if ref.unreadable:
+        return found
+    result = compare_outputs(case, cand.outputs, ref.outputs, program.tensors, compute, accuracy_mode)
+    if not result.passed:
+        found.append(Finding("wrong-output", case, f"{where}: the candidate's output differs from the reference's on "
+                                                   f"the same inputs: {result.message}"))
+    return found
+
+
+def behaviour_findings(case: str, cand: dict[str, Any], ref: dict[str, Any]) -> list[Finding]:
+    found: list[Finding] = []
+
+    def names(values: Any) -> list[str]:
+        return [clean(str(v))[:60] for v in values] if isinstance(values, list) else []
+
+    subclass = names(cand.get("subclass"))
+    if subclass:
+        found.append(Finding("tensor-subclass", case, f"the candidate returned a tensor subclass ({', '.join(subclass)}) "
+                                                      "instead of a plain tensor: a lazy or deferred result can do its "
+                                                      "work after the timer stopped"))
+    foreign = sorted(set(names(cand.get("foreign"))) - set(names(ref.get("foreign"))))
+    if foreign:
+        found.append(Finding("foreign-output", case, f"the candidate returned {', '.join(foreign)} where the reference "
+                                                     "returns tensors"))
+    for key, kind, text in (
+        ("aliased", "output-is-input", "the candidate's output shares storage with input #{i} (the reference's does "
+                                       "not): the result is written into an input"),
+        ("mutated", "input-changed", "the candidate changed input #{i} during the call (the reference does not)"),
+    ):
+        extra = sorted(set(_ints(cand.get(key))) - set(_ints(ref.get(key))))
+        for i in extra:
+            found.append(Finding(kind, case, text.format(i=i)))
+    threads = names(cand.get("threads"))
+    if threads and not names(ref.get("threads")):
+        shown = ", ".join(threads[:4]) + (" …" if len(threads) > 4 else "")
+        found.append(Finding("threads", case, f"the candidate left {len(threads)} Python thread(s) running ({shown}): "
+                                              "work on another thread can run outside the timer"))
+    return found
+
+
+def _ints(values: Any) -> list[int]:
+    return [int(v) for v in values if isinstance(v, int) and not isinstance(v, bool)] if isinstance(values, list) else []
+
+
+def finite_samples(samples: Any) -> list[float]:
+    return [float(s) for s in samples or [] if isinstance(s, (int, float)) and math.isfinite(float(s))]
+
+
+__all__ = ["CallResult", "Finding", "OperatorFailed", "Sides", "judge_call"]
