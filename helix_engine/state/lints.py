@@ -3,7 +3,10 @@ plus "same code as the parent" (Python tokens without comments and whitespace), 
 checker needs. Upstream's kernel-continuity check lives in continuity.py.
 
 Each lint is a Problem with severity "warning" that names file:line, so the cockpit can show it
-inline and submit-round can return it as a note.
+inline and submit-round can return it as a note. The static anti-cheat lints (a torch result
+behind a dummy launch, fallback paths, side streams, threads, patching and benchmark detection,
+file writes) live in anti_cheat.py and ride along with the hard-rule ones; `anti_cheat_findings`
+gives them alone, for the gate to list.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from helix_engine import python_source
+from helix_engine.state import anti_cheat
 from helix_engine.state.continuity import triton_launches
 from helix_engine.workspace.models import Problem
 
@@ -111,7 +115,8 @@ def lint_source(source: str, file: str, *, backend: str | None = None) -> list[P
     aliases = _aliases(tree)
     problems: list[Problem] = []
     kernels: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-    launches = len(triton_launches(tree))
+    launch_calls = triton_launches(tree)
+    launches = len(launch_calls)
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(_is_jit(d, aliases) for d in node.decorator_list):
@@ -165,8 +170,19 @@ def lint_source(source: str, file: str, *, backend: str | None = None) -> list[P
                 "warning",
             )
         )
+    problems.extend(anti_cheat.findings_for_tree(tree, file, launches=launch_calls))
     problems.sort(key=lambda p: (p.line or 0, p.message))
     return problems
+
+
+def anti_cheat_findings(source: str, file: str) -> list[Problem]:
+    """Only the static anti-cheat warnings of one operator source (see anti_cheat.py), sorted by
+    line; empty when it does not parse (lint_source says so)."""
+    try:
+        tree = python_source.parse(source)
+    except (SyntaxError, ValueError):
+        return []
+    return anti_cheat.findings_for_tree(tree, file)
 
 
 def _num_warps(file: str, line: int) -> Problem:
