@@ -182,12 +182,32 @@ def promoted_text(item: OperatorStatus) -> str:
     """``Promoted best:`` line (ours): the promotion rule's best, its geomean beside its interval."""
     geo = item.promoted_geomean
     if item.promoted_best_round == "baseline" or geo is None:
-        return "Promoted best: baseline (no round is faster beyond the noise margin)"
+        unsubmitted = _not_accepted(item)
+        if not unsubmitted:
+            return "Promoted best: baseline (no round is faster beyond the noise margin)"
+        return f"Promoted best: baseline (no submitted round is faster beyond the noise margin; {unsubmitted})"
     shown = f"{geo.point:.2f}x"
     if geo.interval is not None:
         shown += f" [{geo.interval.low:.2f}x, {geo.interval.high:.2f}x]"
     measured = "paired run, ratio of means" if item.promoted_paired else "ratio of means"
     return f"Promoted best: {item.promoted_best_round}, geomean speedup ({measured}) {shown}"
+
+
+def _not_accepted(item: OperatorStatus) -> str:
+    """The compared rounds the promotion rule left out because submit-round never accepted them
+    (``opt-round-1 was never submitted``), or ""."""
+    reasons = {status_rules.NOT_ACCEPTED: "never submitted", status_rules.NOT_ACCEPTED_ACTIVE: "not submitted yet"}
+    found: dict[str, list[str]] = {}
+    for entry in item.rounds:
+        reason = (entry.get("promotion") or {}).get("reason")
+        if reason in reasons and entry.get("comparable"):
+            found.setdefault(reasons[reason], []).append(str(entry["dir"]))
+    parts = []
+    for how, names in found.items():
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        parts.append(f"{shown} {'is' if len(names) == 1 else 'are'} {how}" if how == "not submitted yet"
+                     else f"{shown} {'was' if len(names) == 1 else 'were'} {how}")
+    return "; ".join(parts)
 
 
 def next_step(snap: WorkspaceSnapshot) -> str | None:

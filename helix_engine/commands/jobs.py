@@ -205,16 +205,9 @@ def _done_text(done: tuple[int, int] | None) -> str:
 
 
 def _all_events(folder: Path) -> list[dict[str, Any]]:
-    from helix_engine.jobs.registry import read_events
+    from helix_engine.jobs.registry import iter_events
 
-    events: list[dict[str, Any]] = []
-    offset = 0
-    while True:
-        batch, new_offset = read_events(folder, offset)
-        events.extend(batch)
-        if new_offset == offset:
-            return events
-        offset = new_offset
+    return list(iter_events(folder))
 
 
 # ----------------------------------------------------------------------------- handlers

@@ -16,7 +16,8 @@ reported, and the command fails with a sentence that says so (`refusal`).
 from __future__ import annotations
 
 import concurrent.futures
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,10 +97,11 @@ def _started(run: WorkerRun) -> list[str]:
     return [e["case_id"] for e in _events(run) if e.get("event") == "case_started"]
 
 
-def _events(run: WorkerRun) -> list[dict[str, Any]]:
-    from helix_engine.jobs.registry import read_events
+def _events(run: WorkerRun) -> Iterator[dict[str, Any]]:
+    """The job's events, however many (events.jsonl is streamed, not read whole)."""
+    from helix_engine.jobs.registry import iter_events
 
-    return read_events(run.job_dir, 0)[0]
+    return iter_events(run.job_dir)
 
 
 def collect_records(
@@ -234,16 +236,57 @@ def refusal(run: BenchRun) -> str | None:
     return None
 
 
-def promote_records(path: Path, run: BenchRun) -> str | None:
+def promote_records(path: Path, run: BenchRun, ws: Path | None = None) -> str | None:
     """Write ``run``'s records to ``path`` when the run completed (atomically: a temp file in
     the same folder, renamed over ``path``); else leave ``path`` untouched. Returns None when
-    written, else the sentence for the user."""
+    written, else the sentence for the user. ``ws``: the workspace whose jobs measured the run,
+    whose events.jsonl files hold every case's record; when given, a write that fails (a full
+    disk) raises a HelixError that says where those measurements still are."""
     why = refusal(run)
     if why is None:
-        write_records(path, run.records)
+        try:
+            write_records(path, run.records)
+        except OSError as exc:
+            if ws is None:
+                raise
+            raise HelixError(unwritten_perf_text(path, run, ws, exc)) from exc
         return None
     kept = f"{path} was left as it was" if path.is_file() else f"no perf file was written ({path})"
     return f"{why}; {kept}: a failed run never replaces a perf file"
+
+
+def unwritten_perf_text(path: Path, run: BenchRun, ws: Path, exc: OSError) -> str:
+    """Why the perf file of a finished bench could not be written, and where its measurements
+    are kept: each measured case is a ``case_finished`` event in its job's events.jsonl (only
+    records found there, unchanged, are said to be kept: a paired run's reference is not)."""
+    from helix_engine.diskfull import disk_full_text, is_disk_full
+    from helix_engine.jobs.registry import iter_events, job_dir
+
+    why = (disk_full_text(exc, path) if is_disk_full(exc)
+           else f"could not write the perf file {path} ({exc.strerror or exc})")
+    wanted = {str(r.get("case_label")): r for r in run.records if case_measured(r)}
+    found: set[str] = set()
+    held: list[Path] = []
+    for folder in dict.fromkeys(job_dir(ws, j) for j in run.job_ids):
+        hits = {label for e in iter_events(folder) if e.get("event") == "case_finished"
+                and (label := str(e.get("case_id"))) in wanted and e.get("record") == wanted[label]}
+        if hits - found:
+            held.append(folder)
+            found |= hits
+    kept = f"{path} was left as it was" if path.is_file() else f"no perf file was written ({path})"
+    if not found:
+        return f"{why}; {kept}. The {len(wanted)} measured case(s) were not saved; run the bench again once there is room"
+    where = ", ".join(str(f / "events.jsonl") for f in held)
+    count = f"{len(found)} of the {len(wanted)}" if len(found) < len(wanted) else f"the {len(wanted)}"
+    one = len(held) == 1
+    text = (f"{why}; {kept}. {count[0].upper()}{count[1:]} measured case(s) are not lost: each one's record is a "
+            f"case_finished event in {where} (keep {'that job folder' if one else 'those job folders'}: "
+            f"`helix jobs prune` would delete {'it' if one else 'them'})")
+    if one and len(found) == len(wanted) == len(run.records):
+        return (text + ". Once there is room, rebuild the perf file from it: "
+                f"jq -c 'select(.event == \"case_finished\") | .record' {shlex.quote(where)} > {shlex.quote(str(path))}; "
+                "or run the bench again")
+    return text + "; once there is room, run the bench again"
 
 
 def compare_files(baseline: Path, candidate: Path, metric_source: str, skip: bool) -> tuple[str, int, list[dict[str, Any]]]:
@@ -359,7 +402,7 @@ def run_bench(
                 return BenchOutcome(1, None, mode, be.name, job_ids=job_ids, message=base_run.fatal,
                                     output=base_run.output,
                                     text=f"FAIL: the baseline bench did not run: {base_run.fatal}")
-            base_refused = promote_records(baseline_perf, base_run)
+            base_refused = promote_records(baseline_perf, base_run, layout.workspace_of(base_op))
             if base_refused is not None:
                 return BenchOutcome(1, None, mode, be.name, records=base_run.records, job_ids=job_ids,
                                     message=base_refused, output=base_run.output,
@@ -374,7 +417,7 @@ def run_bench(
                             baseline_perf_file=str(baseline_perf) if baseline_perf else None,
                             message=run.fatal, output=run.output, text="\n".join(lines))
     perf_path = Path(output).expanduser().resolve() if output else layout.perf_path_for(op)
-    refused = promote_records(perf_path, run)
+    refused = promote_records(perf_path, run, ws)
     if refused is not None:
         lines.append(f"FAIL: {refused}")
         lines += case_error_lines(run.records)

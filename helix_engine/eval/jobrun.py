@@ -166,10 +166,10 @@ def run_worker(
 
 def finished_records(run: WorkerRun) -> list[dict[str, Any]]:
     """Records of the cases that finished before a job died (from its events.jsonl)."""
-    from helix_engine.jobs.registry import read_events
+    from helix_engine.jobs.registry import iter_events
 
-    events, _ = read_events(run.job_dir, 0)
-    return [e["record"] for e in events if e.get("event") == "case_finished" and isinstance(e.get("record"), dict)]
+    return [e["record"] for e in iter_events(run.job_dir)
+            if e.get("event") == "case_finished" and isinstance(e.get("record"), dict)]
 
 
 # ----------------------------------------------------------------------------- round timing

@@ -108,6 +108,8 @@ class PairedCollect:
     job_id: str | None = None
     worker: str = "cold"  # "warm": the warm worker's fork ran the job (eval/warm.py)
     worker_note: str = ""
+    #: what the gate found and which bytes ran (gate/paired.py); empty when the job ended early
+    gate: dict[str, Any] = field(default_factory=dict)
 
 
 def collect_paired(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws: Path, *,
@@ -126,7 +128,8 @@ def collect_paired(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws: 
     if isinstance(result.get("records"), list) and isinstance(result.get("reference_records"), list):
         return PairedCollect(BenchRun(result["records"], [run.job.id], run.output, job_endings=endings),
                              BenchRun(result["reference_records"], [run.job.id], run.output, job_endings=endings),
-                             list(result.get("paired_cases") or []), run.job.id, run.worker, run.worker_note)
+                             list(result.get("paired_cases") or []), run.job.id, run.worker, run.worker_note,
+                             result["gate"] if isinstance(result.get("gate"), dict) else {})
     fatal = run.failure_text() if run.result is not None or not finished_records(run) else None
     partial = finished_records(run)
     return PairedCollect(BenchRun(partial, [run.job.id], run.output, fatal, endings),
@@ -151,22 +154,27 @@ def paired_model(collect: PairedCollect, op: Path, ref_op: Path, bench: Path, mo
     )
 
 
-def promote_paired(perf_path: Path, collect: PairedCollect, model: Any) -> str | None:
+def promote_paired(perf_path: Path, collect: PairedCollect, model: Any, ws: Path | None = None) -> str | None:
     """Write the sidecar, then the perf file (bench.promote_records: only for a completed run).
     The sidecar goes first, carrying the sha256 the perf file is about to have, so whoever sees
     the new perf file (the cockpit's watcher) finds its paired result already there; a run that
     dies in between leaves a sidecar that matches no perf file, which readers ignore."""
     import hashlib
 
-    from helix_engine.eval.bench import promote_records
+    from helix_engine.eval.bench import promote_records, unwritten_perf_text
     from helix_engine.perf.artifact import record_from_json, render_perf
     from helix_engine.perf.paired import sidecar_path, write_paired
 
     if refusal(collect.run) is None:
         text = render_perf([record_from_json(r) for r in collect.run.records])
         model.perf_sha256 = hashlib.sha256(text.encode("utf-8")).hexdigest()
-        write_paired(sidecar_path(perf_path), model)
-    return promote_records(perf_path, collect.run)
+        try:
+            write_paired(sidecar_path(perf_path), model)
+        except OSError as exc:  # a full disk: say where the measurements still are
+            if ws is None:
+                raise
+            raise HelixError(unwritten_perf_text(perf_path, collect.run, ws, exc)) from exc
+    return promote_records(perf_path, collect.run, ws)
 
 
 # --------------------------------------------------------------------------- run-bench
@@ -201,20 +209,25 @@ def run_paired_bench(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws
                             text=f"FAIL: the bench did not run: {run.fatal}", **base)
     lines: list[str] = []
     if not ref_perf.is_file():  # as upstream: the reference without a perf file gets one
-        ref_refused = promote_records(ref_perf, got.reference)
+        ref_refused = promote_records(ref_perf, got.reference, ws)
         if ref_refused is not None:
             return BenchOutcome(1, None, records=run.records, message=ref_refused,
                                 text=f"FAIL: baseline bench: {ref_refused}", **base)
     lines.append(f"Baseline perf file: {ref_perf}")
     perf_path = Path(output).expanduser().resolve() if output else layout.perf_path_for(op)
     sidecar = sidecar_path(perf_path)
-    refused = promote_paired(perf_path, got, paired_model(got, op, ref_op, bench, mode, be.name, perf_path, ref_perf))
+    refused = promote_paired(perf_path, got, paired_model(got, op, ref_op, bench, mode, be.name, perf_path, ref_perf),
+                             ws)
     if refused is not None:
         lines += [f"FAIL: {refused}", *case_error_lines(run.records)]
         if run.output.strip():
             lines.append(run.output.rstrip())
         return BenchOutcome(1, None, records=run.records, message=refused, text="\n".join(lines), **base)
     rc = 1 if any(case_errored(r) for r in run.records) else 0
+    from helix_engine.state.seals import record_evidence
+
+    record_evidence(ws, round_name_of(op), "run-bench", job_id=got.job_id, passed=rc == 0, gate=got.gate,
+                    operator=op, reference=ref_op, harness=bench, perf_file=perf_path)
     lines.append(f"Perf file: {perf_path}")
     outcome = BenchOutcome(rc, str(perf_path), records=run.records, paired_file=str(sidecar), **base)
     if rc != 0:

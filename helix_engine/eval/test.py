@@ -84,8 +84,11 @@ def run_test(
     verbose: bool = False,
     on_event: Callable[[dict[str, Any]], None] | None = None,
     timeout_s: float | None = None,
+    held_out: bool = False,
 ) -> TestOutcome:
-    """Run the test for ``operator_file`` as a job; never raises for a failing operator."""
+    """Run the test for ``operator_file`` as a job; never raises for a failing operator.
+    ``held_out``: submit-round's check on inputs derived now (gate/heldout.py): nothing archived,
+    no evidence recorded, the job is a ``held-out`` job."""
     op = check_file(operator_file, "operator file", "--operator-file")
     test = check_file(test_file, "test file", "--test-file") if test_file else find_test_file(op, test_mode)
     mode = test_mode_of(test, test_mode)
@@ -103,9 +106,9 @@ def run_test(
     ws = layout.workspace_of(op)
     request: dict[str, Any] = {
         "action": "test", "test_mode": mode, "operator_file": str(op), "test_file": str(test),
-        "case_id": case_id, "accuracy_mode": accuracy_mode,
+        "case_id": case_id, "accuracy_mode": accuracy_mode, "held_out": held_out,
     }
-    archive = layout.result_path_for(op) if mode == "differential" and case_id is None else None
+    archive = layout.result_path_for(op) if mode == "differential" and case_id is None and not held_out else None
     request["archive_path"] = str(archive) if archive else None
     ref_archive: Path | None = None
     if ref_result:
@@ -115,7 +118,7 @@ def run_test(
         request["ref_operator_file"] = str(ref_op)
     request["ref_archive"] = str(ref_archive) if ref_archive else None
     with round_timing(ws, "run_test"):
-        run = run_worker(ws, "run-test", request, backend=be, cwd=test.parent,
+        run = run_worker(ws, "held-out" if held_out else "run-test", request, backend=be, cwd=test.parent,
                          round_name=round_name_of(op), on_event=on_event, timeout_s=timeout_s)
     result = run.result or {}
     rc = int(result.get("return_code", run.job.exit_code if run.job.exit_code else 1) or 0)
@@ -143,6 +146,13 @@ def run_test(
         lines.append(f"FAIL: the test did not complete: {message}")
     if comparison is not None:
         lines += format_comparison_block(comparison)
+    from helix_engine.state.seals import record_evidence
+
+    if not held_out:
+        record_evidence(ws, round_name_of(op), "run-test", job_id=run.job.id, passed=ok and comparison is not None,
+                        gate={**(result.get("gate") or {}), **({"split": False} if ref_archive else {})},
+                        operator=op, harness=test,
+                        reference=Path(request["ref_operator_file"]) if request.get("ref_operator_file") else None)
     return TestOutcome(
         exit_code=0 if ok else 1, return_code=rc, test_mode=mode, operator_file=str(op), test_file=str(test),
         archived_result=archived, stdout=captured or "", comparison=comparison, job_id=run.job.id,

@@ -77,6 +77,20 @@ class UserCodeError(HarnessContractError):
                    str(data.get("what") or "the operator"))
 
     @classmethod
+    def from_exception_text(cls, data: dict[str, Any], copy: Path, original: Path) -> UserCodeError:
+        """An error raised importing a private copy of ``original`` (gate/opclient.py), named by
+        the original file (its display path replaces the copy's wherever it appears)."""
+        shown_copy, shown = display_path(copy), display_path(original)
+
+        def fix(value: Any) -> Any:
+            return value.replace(str(copy), shown).replace(shown_copy, shown) if isinstance(value, str) else value
+
+        data = {k: fix(v) for k, v in data.items()}
+        if str(data.get("file") or "") in (str(copy), shown):
+            data["file"] = str(original)
+        return cls.from_json(data)
+
+    @classmethod
     def from_exception(cls, exc: BaseException, imported: Path | str) -> UserCodeError:
         """File and line: a SyntaxError's own (it may be a module the file imports), else the
         innermost frame of user code, else the imported file."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from helix_engine.gate.harness import TestCase, TracedTest, fresh_seed
 from helix_engine.gate.opclient import OperatorClient, OperatorFailed
-from helix_engine.gate.sides import CallResult, Finding, Sides, behaviour_findings
+from helix_engine.gate.sides import CallResult, Finding, Sides, behaviour_findings, write_findings
 
 
 def _sha(path: Path) -> str:
@@ -59,7 +59,9 @@ def run_test_gate(request: dict[str, Any], backend: Any, events: Any) -> dict[st
     clients: dict[str, OperatorClient] = {}
     try:
         clients = {s: OperatorClient(s, files[s], backend) for s in labels}  # type: ignore[arg-type]
-        sides = Sides(test, clients)
+        from helix_engine.workspace import layout
+
+        sides = Sides(test, clients, layout.workspace_of(operator_file))
         for index, case in enumerate(cases):
             events.case_started(case.id, index, len(cases))
             sides.load(f"t{index}", case.program, drop=[f"t{index - 1}"] if index else [])
@@ -75,6 +77,7 @@ def run_test_gate(request: dict[str, Any], backend: Any, events: Any) -> dict[st
                     raise
             if case.id in skipped:
                 continue
+            findings += write_findings(case.id, got["candidate"].notes, sides.workspace)
             if "reference" in got:
                 findings += behaviour_findings(case.id, got["candidate"].notes, got["reference"].notes)
             elif got["candidate"].notes.get("subclass"):
@@ -86,6 +89,9 @@ def run_test_gate(request: dict[str, Any], backend: Any, events: Any) -> dict[st
             events.case_finished(case.id, {"ok": True})
             events.progress(index + 1, len(cases))
     except OperatorFailed as exc:
+        if exc.died:  # not a failing test: the job did not complete
+            return {"error": str(exc), "return_code": 1, "stdout": "", "archived_result": None, "comparison": None,
+                    "raised": None, "gate": {"findings": [], "split": True, "held_out": held_out}}
         rc, raised = 1, str(exc)
         buf.write(exc.traceback)
         sys.stderr.write(exc.traceback)
@@ -105,7 +111,7 @@ def run_test_gate(request: dict[str, Any], backend: Any, events: Any) -> dict[st
             archived = request["archive_path"]
     comparison = None
     if rc == 0:
-        reference = None
+        reference: Any = None
         if ref_file is not None:
             reference = {"compute": test.compute, "cases": outputs["reference"]}
         elif request.get("ref_archive"):

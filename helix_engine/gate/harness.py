@@ -64,7 +64,7 @@ class TracedHarness:
 
 class TracedBench(TracedHarness):
     def __init__(self, bench_file: Path, operator_file: Path) -> None:
-        meta = read_metadata(bench_file)
+        self.metadata = meta = read_metadata(bench_file)
         check_api_kind(meta, bench_file)
         self.kernel_names, self.kernel_source = resolve_kernels(operator_file, meta)
         super().__init__(bench_file)

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,10 +36,13 @@ _KEEP = {"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "PYTH
 class OperatorFailed(Exception):
     """The operator raised (or its process died); ``traceback`` holds its own frames."""
 
-    def __init__(self, message: str, traceback: str = "", user_code_error: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, traceback: str = "", user_code_error: dict[str, Any] | None = None,
+                 died: bool = False) -> None:
         super().__init__(message)
         self.traceback = traceback
         self.user_code_error = user_code_error
+        #: the process ended (a signal, an exit) rather than raising
+        self.died = died
 
 
 @dataclass
@@ -102,8 +106,18 @@ class OperatorClient:
         os.close(from_child_w)
         self.wfd, self.rfd = to_child_w, from_child_r
         self.sent_steps = 0
-        self.hello = self.ask({"cmd": "hello", "backend": backend.name, "device_str": backend.device_str,
-                               "operator_file": str(self.copy.operator)})
+        self.original = Path(operator_file).resolve()
+        try:
+            self.hello = self.ask({"cmd": "hello", "backend": backend.name, "device_str": backend.device_str,
+                                   "operator_file": str(self.copy.operator)})
+        except OperatorFailed as exc:
+            self.close()
+            if exc.user_code_error is not None:  # named by the user's file, not by the private copy
+                from helix_engine.eval.usercode import UserCodeError
+
+                raise UserCodeError.from_exception_text(exc.user_code_error, self.copy.operator,
+                                                        self.original) from None
+            raise
 
     def ask(self, msg: dict[str, Any], blob: bytes = b"") -> dict[str, Any]:
         reply, _ = self.ask_blob(msg, blob)
@@ -113,23 +127,34 @@ class OperatorClient:
         try:
             wire.send(self.wfd, msg, blob)
             reply, out = wire.recv(self.rfd)
-        except wire.WireError as exc:
+        except wire.WireError:
             code = self.proc.poll()
             if code is None:
                 with contextlib.suppress(Exception):
                     code = self.proc.wait(timeout=2.0)
-            died = f" (its process ended with code {code})" if code is not None else ""
-            raise OperatorFailed(f"the {self.label} operator's process stopped answering{died}: {exc}") from None
+            raise OperatorFailed(f"the {self.label} operator's process {_ending(code)}", died=True) from None
         if not reply.get("ok"):
-            raise OperatorFailed(str(reply.get("error") or "the operator failed"), str(reply.get("traceback") or ""),
+            shown = str(self.copy.operator)
+            original = getattr(self, "original", None)
+
+            def named(text: str) -> str:  # the user's file, not the private copy
+                return text.replace(shown, str(original)) if original is not None else text
+
+            raise OperatorFailed(named(str(reply.get("error") or "the operator failed")),
+                                 named(str(reply.get("traceback") or "")),
                                  reply.get("user_code_error") if isinstance(reply.get("user_code_error"), dict) else None)
         return reply, out
 
-    def timed_round_trip(self, msg: dict[str, Any]) -> float:
-        """Seconds from sending ``msg`` to its answer, measured here (the operator's clock is not used)."""
+    def timed_round_trip(self, msg: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+        """(seconds from sending ``msg`` to its answer, measured here; the answer)."""
         start = time.perf_counter()
-        self.ask(msg)
-        return time.perf_counter() - start
+        reply = self.ask(msg)
+        return time.perf_counter() - start, reply
+
+    def null_round_trip_us(self, n: int = 30) -> float:
+        """The median round trip of a message that does nothing (the pipe's own cost)."""
+        times = sorted(self.timed_round_trip({"cmd": "noop"})[0] * 1e6 for _ in range(n))
+        return times[len(times) // 2]
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -144,6 +169,17 @@ class OperatorClient:
             with contextlib.suppress(Exception):
                 self.proc.wait(timeout=5.0)
         _remove(self.copy.folder)
+
+
+def _ending(code: int | None) -> str:
+    if code is None:
+        return "stopped answering"
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code} before answering (sys.exit or os._exit in the operator?)"
 
 
 def _remove(folder: Path) -> None:

@@ -10,8 +10,10 @@ for a verdict except as a measurement of itself.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
+import time
 import traceback
 from collections import deque
 from pathlib import Path
@@ -19,6 +21,50 @@ from typing import Any
 
 from helix_engine.gate import wire
 from helix_engine.gate.recorder import decode, run_steps
+
+#: bound before any operator is imported: patching ``time.perf_counter`` later does not reach it
+_clock = time.perf_counter
+_WRITE_FLAGS = 0o1 | 0o2 | 0o100 | 0o1000 | 0o2000  # O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_APPEND
+_FILE_EVENTS = frozenset({"os.remove", "os.rename", "os.replace", "os.rmdir", "os.truncate", "shutil.rmtree",
+                          "shutil.copyfile", "shutil.move", "os.symlink", "os.link", "os.chmod"})
+
+
+class Audit:
+    """What the operator's process did that Python audits (sys.addaudithook: a hook cannot be
+    removed): threads started, files opened for writing or removed/renamed. Counted from the
+    moment before the operator is imported."""
+
+    def __init__(self) -> None:
+        self.thread_starts = 0
+        self.writes: list[str] = []
+        self.armed = False
+
+    def __call__(self, event: str, args: tuple[Any, ...]) -> None:
+        if not self.armed:
+            return
+        if event == "_thread.start_new_thread":
+            self.thread_starts += 1
+        elif event == "open" and len(args) >= 3:
+            path, mode, flags = args[0], args[1], args[2]
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & _WRITE_FLAGS)
+            if writing:
+                self._note(path)
+        elif event in _FILE_EVENTS and args:
+            self._note(args[0])
+
+    def _note(self, path: Any) -> None:
+        if isinstance(path, int):  # a descriptor already open (a pipe, a file opened earlier)
+            return
+        text = path.decode("utf-8", "replace") if isinstance(path, bytes) else str(path)
+        if not os.path.isabs(text):
+            text = os.path.join(os.getcwd(), text)
+        if "__pycache__" in text or text.startswith("/dev/") or len(self.writes) >= 50 or text in self.writes:
+            return
+        self.writes.append(text)
+
+
+AUDIT = Audit()
 
 
 class Slot:
@@ -67,6 +113,7 @@ class OperatorProcess:
         self.backend: Any = None
         self.device = "cpu"
         self.base_threads: set[int | None] = set()
+        self.coverage: Any = None
 
     # --------------------------------------------------------------------------- calls
     def call(self, tensors: list[Any], program: dict[str, Any]) -> Any:
@@ -88,9 +135,36 @@ class OperatorProcess:
             except ImportError:
                 pass
         self.base_threads = {t.ident for t in threading.enumerate()}
+        sys.addaudithook(AUDIT)
+        AUDIT.armed = True
         module = import_file(Path(msg["operator_file"]))
         self.env = {0: module}
+        self.coverage = _coverage(module) if msg["backend"] == "cpu" else None
         return {"threads": self._new_threads()}
+
+    def refill(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Write set ``name``'s values into the buffers the current slot's first call used, in place
+        (the stale-buffer probe: an output cached by buffer address is now wrong)."""
+        import torch
+
+        assert self.slot is not None
+        fresh, _ = self.sets[str(msg["name"])]
+        target = self.slot.sets[0]
+        for a, b in zip(target, fresh, strict=True):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
+                a.copy_(b)
+        self.slot.pristine = [b.clone() if isinstance(b, torch.Tensor) else b for b in fresh]
+        self.slot.sets = [target]
+        self.slot.calls = 0
+        self.slot.kept.clear()
+        if self.coverage is not None:
+            self.coverage.reset()
+        return {}
+
+    def covered(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if self.coverage is None:
+            return {"stored": None}
+        return {"stored": self.coverage.stored_elements(), "launches": self.coverage.launches()}
 
     def setup(self, msg: dict[str, Any]) -> dict[str, Any]:
         run_steps(msg["steps"], self.env, [], self.device)
@@ -119,11 +193,13 @@ class OperatorProcess:
                 "calls": self.slot.calls}
 
     def once(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One call of the slot, then a synchronize (the supervisor times the round trip)."""
+        """One call of the slot and a synchronize, timed here; the supervisor times the round trip
+        and holds this number to it (gate/sides.py)."""
         assert self.slot is not None
+        start = _clock()
         self.slot()
         self.backend.synchronize()
-        return {}
+        return {"us": (_clock() - start) * 1e6}
 
     def fetch(self, msg: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         """The outputs of the ``index``-th kept call (from the oldest), what it did to its inputs."""
@@ -149,6 +225,9 @@ class OperatorProcess:
         notes["mutated"] = [i for i, (a, b) in enumerate(zip(self.slot.pristine, inputs, strict=True))
                             if isinstance(a, torch.Tensor) and not _same_bits(a, b)]
         notes["threads"] = self._new_threads()
+        notes["thread_starts"] = AUDIT.thread_starts
+        notes["writes"] = list(AUDIT.writes)
+        notes["output_numel"] = sum(v.numel() for v in leaves if isinstance(v, torch.Tensor))
         plain = _plain(out)
         return notes, wire.encode_blob(plain)
 
@@ -158,7 +237,8 @@ class OperatorProcess:
     # ---------------------------------------------------------------------------- loop
     def serve(self) -> int:
         handlers = {"hello": self.hello, "setup": self.setup, "begin": self.begin,
-                    "once": self.once}
+                    "once": self.once, "noop": lambda msg: {},
+                    "refill": self.refill, "covered": self.covered}
         while True:
             try:
                 msg, blob = wire.recv(self.rfd)
@@ -179,6 +259,19 @@ class OperatorProcess:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 wire.send(self.wfd, _error_reply(exc))
+
+
+def _coverage(module: Any) -> Any:
+    """The operator file's own kernels' stores, counted (gate/coverage.py); None where the
+    interpreter cannot be hooked."""
+    from helix_engine.gate.coverage import CoverageUnavailable, KernelCoverage
+
+    counter = KernelCoverage()
+    try:
+        counter.install(module)
+    except CoverageUnavailable:
+        return None
+    return counter
 
 
 def _error_reply(exc: BaseException) -> dict[str, Any]:

@@ -61,13 +61,17 @@ def run_paired_gate(request: dict[str, Any], backend: Any, events: Any, make_rec
     except Exception:  # noqa: BLE001 - a name is nice to have
         device_name = backend.name
     clients = {side: OperatorClient(side, files[side], backend) for side in SIDES}
-    sides = Sides(bench, clients)
+    from helix_engine.workspace import layout
+
+    sides = Sides(bench, clients, layout.workspace_of(files["candidate"]))
     probe = ContextProbe.start(backend)
     findings: list[Finding] = []
     records: list[dict[str, Any]] = []
     reference_records: list[dict[str, Any]] = []
     paired_cases: list[dict[str, Any]] = []
-    shim = _RecordHarness(bench)
+    from helix_engine.eval.loader import resolve_kernels
+
+    shims = {side: _RecordHarness(bench, *resolve_kernels(files[side], bench.metadata)) for side in SIDES}
     try:
         for index, case in enumerate(cases):
             events.case_started(case.id, index, len(cases))
@@ -80,7 +84,7 @@ def run_paired_gate(request: dict[str, Any], backend: Any, events: Any, make_rec
             case_findings: list[Finding] = []
             try:
                 case_findings = _run_case(sides, bench, case, mode, warmup, k, n_blocks, per_side, timings, slots,
-                                          accuracy_mode)
+                                          accuracy_mode, {s: shims[s].kernel_names for s in SIDES})
             except OperatorFailed as exc:
                 errors[_who(exc)] = str(exc)
                 if exc.traceback:
@@ -98,7 +102,7 @@ def run_paired_gate(request: dict[str, Any], backend: Any, events: Any, make_rec
                 timing = merge([CaseTiming(finite_samples(t.get("samples_us")), t.get("kernel_avg_us"),
                                            t.get("total_op_avg_us"), t.get("ops"), t.get("error_message"))
                                 for t in timings[side]]) if timings[side] and error is None else None
-                out.append(make_record(case.id, shim, mode, timing, error, wall, backend, device_name,
+                out.append(make_record(case.id, shims[side], mode, timing, error, wall, backend, device_name,
                                        context=context))
             paired_cases.append({"case_label": case.id, "block_reps": k, "slots": slots if not errors else []})
             events.case_finished(case.id, records[-1])
@@ -120,29 +124,29 @@ def _who(exc: OperatorFailed) -> str:
 class _RecordHarness:
     """What the worker's record maker reads of a harness (kernel names and source, case work)."""
 
-    def __init__(self, bench: TracedBench) -> None:
-        self.kernel_names = bench.kernel_names
-        self.kernel_source = bench.kernel_source
+    def __init__(self, bench: TracedBench, kernel_names: list[str], kernel_source: str) -> None:
+        self.kernel_names = kernel_names
+        self.kernel_source = kernel_source
         self.cases = bench.cases
         self.operator_file = bench.file
 
 
 def _run_case(sides: Sides, bench: TracedBench, case: Any, mode: str, warmup: int, k: int, n_blocks: int,
               per_side: int, timings: dict[str, list[Any]], slots: list[dict[str, Any]],
-              accuracy_mode: str | None) -> list[Finding]:
+              accuracy_mode: str | None, kernel_names: dict[str, list[str]]) -> list[Finding]:
     from helix_engine.perf.paired import block_order
 
     found: list[Finding] = []
-    names = bench.kernel_names
     warm = bench.program(case, fresh_seed())
     sides.load("warm", warm)
     results: dict[str, CallResult] = {}
     for side in SIDES:
-        _tagged(side, sides.slot, side, "warm", warm, None, max(1, warmup), names, case.id)
+        _tagged(side, sides.slot, side, "warm", warm, None, max(1, warmup), kernel_names[side], case.id)
         results[side] = _tagged(side, sides.fetch, side, -1)
     found += judge_call(case.id, "warm-up call", results["candidate"], results["reference"], warm, True,
-                        accuracy_mode)
-    previous: list[str] = ["warm"]
+                        accuracy_mode, sides.workspace)
+    found += _stale_probe(sides, bench, case, accuracy_mode)
+    previous: list[str] = ["warm", "stale"]
     for block in range(n_blocks):
         programs = [bench.program(case, fresh_seed()) for _ in range(per_side)]
         names_b = [f"b{block}p{p}" for p in range(per_side)]
@@ -155,16 +159,38 @@ def _run_case(sides: Sides, bench: TracedBench, case: Any, mode: str, warmup: in
         for side in block_order(block, per_side):
             p = position[side]
             position[side] += 1
-            timing = _tagged(side, sides.slot, side, names_b[p], programs[p], mode, k, names, case.id)
+            timing = _tagged(side, sides.slot, side, names_b[p], programs[p], mode, k, kernel_names[side], case.id)
             timings[side].append(timing)
             slots.append({"block": block, "side": side, "samples_us": finite_samples(timing.get("samples_us"))})
             fetched[(side, p)] = _tagged(side, sides.fetch, side, picks[p])
         for p, program in enumerate(programs):
             found += judge_call(case.id, f"timed call of block {block}", fetched[("candidate", p)],
-                                fetched[("reference", p)], program, True, accuracy_mode)
+                                fetched[("reference", p)], program, True, accuracy_mode, sides.workspace)
         if found:
             break  # the case has failed: measuring more of it proves nothing
+    found += sides.clock_findings(case.id)
     return _unique(found)
+
+
+def _stale_probe(sides: Sides, bench: TracedBench, case: Any, accuracy_mode: str | None) -> list[Finding]:
+    """The buffers of the warm-up call, refilled in place with new values and called once more: an
+    output cached by buffer address (or by anything but the values) is stale now. On the CPU
+    interpreter the same call counts what the operator file's own kernels stored."""
+    from helix_engine.gate.sides import coverage_finding
+
+    program = bench.program(case, fresh_seed())
+    sides.load("stale", program)
+    got: dict[str, CallResult] = {}
+    covered: dict[str, dict[str, Any]] = {}
+    for side in SIDES:
+        _tagged(side, sides.clients[side].ask, {"cmd": "refill", "name": "stale"})
+        _tagged(side, sides.clients[side].ask, {"cmd": "once"})
+        got[side] = _tagged(side, sides.fetch, side, -1)
+        covered[side] = {**_tagged(side, sides.clients[side].ask, {"cmd": "covered"}),
+                         "output_numel": got[side].notes.get("output_numel")}
+    found = judge_call(case.id, "call on reused input buffers refilled with new values", got["candidate"],
+                       got["reference"], program, True, accuracy_mode, sides.workspace)
+    return found + coverage_finding(case.id, covered["candidate"], covered["reference"])
 
 
 def _tagged(side: str, call: Any, *args: Any) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from helix_engine.gate import wire
@@ -57,9 +58,14 @@ def calls_for(mode: str, reps: int) -> int:
 
 
 class Sides:
-    def __init__(self, harness: TracedHarness, clients: dict[str, OperatorClient]) -> None:
+    def __init__(self, harness: TracedHarness, clients: dict[str, OperatorClient],
+                 workspace: Path | None = None) -> None:
         self.harness = harness
+        self.workspace = workspace
         self.clients = clients
+        #: per side, (supervisor's round trip µs, the operator's own µs) of each perf-counter call
+        self.walls: dict[str, list[tuple[float, float]]] = {}
+        self.null_us: dict[str, float] = {}
 
     def load(self, name: str, program: CallProgram, drop: list[str] | tuple[str, ...] = ()) -> None:
         blob = wire.encode_blob(program.tensors)
@@ -81,11 +87,36 @@ class Sides:
             return client.ask({"cmd": "begin", "name": name, "sets": copies, "keep": reps, "mode": mode,
                                "reps": reps, "kernel_names": kernel_names, "case_id": case_id})
         client.ask({"cmd": "begin", "name": name, "sets": copies, "keep": reps})
-        samples = [client.timed_round_trip({"cmd": "once"}) * 1e6 for _ in range(reps)]
+        samples: list[float] = []
+        for _ in range(reps):
+            wall, reply = client.timed_round_trip({"cmd": "once"})
+            claimed = reply.get("us")
+            samples.append(float(claimed) if isinstance(claimed, (int, float)) and math.isfinite(claimed) else -1.0)
+            self.walls.setdefault(side, []).append((wall * 1e6, samples[-1]))
         if mode is None:
             return {}
         mean = sum(samples) / len(samples)
         return {"samples_us": samples, "kernel_avg_us": mean, "total_op_avg_us": mean, "ops": [], "error_message": None}
+
+    def clock_findings(self, case: str) -> list[Finding]:
+        """The operator's own clock held to the supervisor's: per call, the round trip less the
+        pipe's cost is what the call took at least; an operator whose median claim is under half
+        of that (and the work is over 200 µs) is reporting a timer it changed."""
+        found: list[Finding] = []
+        side = "candidate"
+        calls = self.walls.pop(side, [])
+        self.walls.clear()
+        if not calls or side not in self.clients:
+            return found
+        null = self.null_us.setdefault(side, self.clients[side].null_round_trip_us())
+        work = sorted(max(0.0, wall - null) for wall, _ in calls)
+        claims = sorted(claim for _, claim in calls)
+        mid_work, mid_claim = work[len(work) // 2], claims[len(claims) // 2]
+        if mid_work > 200.0 and mid_claim < 0.5 * mid_work:
+            found.append(Finding("timer", case, f"the candidate's process reported calls of {mid_claim:.0f} µs (median) "
+                                                f"that took {mid_work:.0f} µs by the supervisor's clock: its timer "
+                                                "was changed"))
+        return found
 
     def fetch(self, side: str, index: int) -> CallResult:
         notes, blob = self.clients[side].ask_blob({"cmd": "fetch", "index": index})
@@ -100,12 +131,13 @@ class Sides:
 
 
 def judge_call(case: str, where: str, cand: CallResult, ref: CallResult, program: CallProgram, compute: bool,
-               accuracy_mode: str | None) -> list[Finding]:
+               accuracy_mode: str | None, workspace: Path | None = None) -> list[Finding]:
     """The candidate's call against the reference's on the same inputs."""
     from helix_engine.eval.accuracy import compare_outputs
 
     found: list[Finding] = []
     found += behaviour_findings(case, cand.notes, ref.notes)
+    found += write_findings(case, cand.notes, workspace)
     if cand.unreadable:
         found.append(Finding("unreadable-output", case, f"{where}: the candidate's outputs are not plain tensors: "
                                                         f"{cand.unreadable}"))
@@ -143,11 +175,55 @@ def behaviour_findings(case: str, cand: dict[str, Any], ref: dict[str, Any]) -> 
         for i in extra:
             found.append(Finding(kind, case, text.format(i=i)))
     threads = names(cand.get("threads"))
-    if threads and not names(ref.get("threads")):
-        shown = ", ".join(threads[:4]) + (" …" if len(threads) > 4 else "")
-        found.append(Finding("threads", case, f"the candidate left {len(threads)} Python thread(s) running ({shown}): "
-                                              "work on another thread can run outside the timer"))
+    started = _count(cand.get("thread_starts"))
+    if (threads and not names(ref.get("threads"))) or (started and not _count(ref.get("thread_starts"))):
+        shown = f" ({', '.join(threads[:4])}{' …' if len(threads) > 4 else ''} still running)" if threads else ""
+        found.append(Finding("threads", case, f"the candidate started {max(started, len(threads))} Python thread(s)"
+                                              f"{shown} where the reference starts none: work on another thread can "
+                                              "run outside the timer"))
     return found
+
+
+def write_findings(case: str, notes: dict[str, Any], workspace: Path | None) -> list[Finding]:
+    """Files the candidate's process opened for writing (or removed, renamed) inside the workspace."""
+    if workspace is None:
+        return []
+    root = Path(workspace).resolve()
+    inside: list[str] = []
+    for raw in notes.get("writes") or []:
+        if not isinstance(raw, str):
+            continue
+        try:
+            path = Path(raw).resolve()
+            inside.append(path.relative_to(root).as_posix())
+        except (ValueError, OSError):
+            continue
+    if not inside:
+        return []
+    shown = ", ".join(clean(p) for p in inside[:5]) + (" …" if len(inside) > 5 else "")
+    return [Finding("workspace-write", case, f"the candidate's process wrote to the workspace ({shown}): an operator "
+                                             "has no business with the files of record")]
+
+
+def coverage_finding(case: str, cand: dict[str, Any], ref: dict[str, Any]) -> list[Finding]:
+    """Pure PyTorch fallback on the CPU interpreter: the operator file's own kernels stored under
+    half the output's elements during a call (and the reference's did not)."""
+    def ratio(notes: dict[str, Any]) -> float | None:
+        stored, numel = notes.get("stored"), notes.get("output_numel")
+        if not isinstance(stored, int) or not isinstance(numel, int) or numel <= 0:
+            return None
+        return stored / numel
+
+    mine, theirs = ratio(cand), ratio(ref)
+    if mine is None or mine >= 0.5 or (theirs is not None and theirs < 0.5):
+        return []
+    return [Finding("pytorch-fallback", case, f"pure PyTorch fallback: the operator file's Triton kernels stored "
+                                              f"{cand.get('stored')} elements in a call whose output has "
+                                              f"{cand.get('output_numel')}: the result is computed by something else")]
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _ints(values: Any) -> list[int]:

@@ -297,17 +297,67 @@ def read_events(job_dir: Path, offset: int = 0) -> tuple[list[dict[str, Any]], i
         if len(data) >= MAX_EVENTS_CHUNK:  # one giant line: skip it rather than stall forever
             return [], offset + len(data)
         return [], offset
-    events: list[dict[str, Any]] = []
-    for raw in data[: end + 1].splitlines():
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("event"), str):
-            events.append(obj)
+    events = [obj for obj in map(_event_of, data[: end + 1].splitlines()) if obj is not None]
     return events, offset + end + 1
+
+
+def _event_of(raw: bytes) -> dict[str, Any] | None:
+    """One events.jsonl line as an event, or None (blank, malformed, no ``event`` key)."""
+    if not raw.strip():
+        return None
+    try:
+        obj = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) and isinstance(obj.get("event"), str) else None
+
+
+def iter_events(job_dir: Path) -> Iterator[dict[str, Any]]:
+    """Every complete event of the job's events.jsonl, however long the file: it is read page
+    by page (``MAX_EVENTS_CHUNK`` bytes at most in memory), never whole."""
+    offset = 0
+    while True:
+        events, after = read_events(job_dir, offset)
+        yield from events
+        if after <= offset:  # the end (or a partial last line, or the file was replaced)
+            return
+        offset = after
+
+
+def last_event(job_dir: Path, name: str) -> dict[str, Any] | None:
+    """The last complete ``name`` event of the job's events.jsonl (None: there is none), read
+    from the end backwards page by page, so a result event after 10,000 cases is found at
+    once and memory stays bounded (a line longer than a page is skipped, as ``read_events``
+    skips it). A partial last line (a writer mid-append) does not count."""
+    path = Path(job_dir) / EVENTS_NAME
+    try:
+        with open_workspace_file(path, _job_workspace(job_dir)) as handle:
+            end = os.fstat(handle.fileno()).st_size
+            carry, giant, tail = b"", False, True
+            while end > 0:
+                start = max(0, end - MAX_EVENTS_CHUNK)
+                handle.seek(start)
+                data = handle.read(end - start)
+                if len(data) != end - start:  # the file shrank under us (replaced): no answer
+                    return None
+                end = start
+                lines = data.split(b"\n")
+                if giant:  # inside a line longer than a page: drop it, up to its start
+                    lines[-1], giant = b"", len(lines) == 1
+                else:  # the line the later page began inside continues there
+                    lines[-1] += carry
+                if tail:  # after the file's last newline: a partial line, not an event yet
+                    lines[-1], tail = b"", False
+                if len(lines[-1]) > MAX_EVENTS_CHUNK:  # over-long: skipped, as read_events skips it
+                    lines[-1], giant = b"", len(lines) == 1 and start > 0
+                carry = lines.pop(0) if start > 0 else b""  # it may begin in the page before
+                for raw in reversed(lines):
+                    obj = _event_of(raw)
+                    if obj is not None and obj["event"] == name:
+                        return obj
+    except OSError:
+        return None
+    return None
 
 
 def cancel_requested(folder: Path) -> bool:

@@ -2,7 +2,8 @@
 
 One rule, used by status, the snapshot (the tree's ★), the ledger and the submit guideline:
 
-* "current best": correctness passed, the geomean against the baseline is above 1 beyond the
+* "current best": submit-round accepted the round (workspace/status_rules.py makes a round it
+  never accepted ineligible), correctness passed, the geomean against the baseline is above 1 beyond the
   noise margin, and the round is faster than the best before it beyond the noise margin (the
   first such round beats the baseline, which is the best before any round);
 * "validated branch": faster than the baseline beyond the noise margin, not (or no longer) the

@@ -322,6 +322,12 @@ def check_round(
     gate = base.baseline_gate_issues(workspace)
     if gate:
         return _fail(gate, "baseline", **common)
+    from helix_engine.state import seals
+
+    assert found.operator_path is not None
+    sealed = seals.round_gate_issues(workspace, round_dir, found.operator_path, found.perf_path, state.parent_round)
+    if sealed:  # refused, not recorded: the round can still be measured through the gate
+        return _fail(sealed, "gate", **{**common, "terminal": False})
     baseline_perf = base.baseline_perf_path(workspace)
     common["baseline_perf_path"] = baseline_perf
     semantic = _comparison_issues(round_dir, state, baseline_perf)

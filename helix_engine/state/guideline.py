@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 
 from helix_engine.state import lints, measure
@@ -81,9 +82,7 @@ def set_state_guideline(message: str) -> str:
 
 def submit_round_guideline(message: str) -> str:
     if "already submitted" in message:
-        return ("This round was already submitted and passed (another submit-round call got there first). "
-                "Do not submit it again; read its result with `helix status`, then run `helix start-round` "
-                "for the next round if the session continues.")
+        return already_submitted_guideline(message)
     if "workflow state is not available" in message or ".helix/state.json" in message:
         return ("Optimize workflow state is unavailable. Run `helix submit-baseline` to repair session "
                 "state, then reopen this `opt-round-N/` with `helix start-round` before retrying "
@@ -99,6 +98,24 @@ def submit_round_guideline(message: str) -> str:
     if "workflow state" in message:
         return RESTART
     return "Round validation passed, but workflow-state completion failed. Repair the optimize session before continuing."
+
+
+def already_submitted_guideline(message: str) -> str:
+    """The round was submitted before: say how it ended as workflow.completable_round's message
+    says it ("... already submitted and passed|failed"), never "passed" for a rejected round."""
+    found = re.search(r"already submitted and (\w+)", message)
+    status = found.group(1) if found else None
+    if status == "passed":
+        return ("This round was already submitted and passed (another submit-round call got there first). "
+                "Do not submit it again; read its result with `helix status`, then run `helix start-round` "
+                "for the next round if the session continues.")
+    if status == "failed":
+        return ("This round was already submitted and failed: submit-round rejected it and closed it, and the "
+                "ledger records it as not promoted. A submitted round is not reopened or submitted again; read "
+                "why it failed with `helix status`, then carry the fix into the next round with "
+                "`helix start-round` if the session continues.")
+    return ("This round was already submitted. Do not submit it again; read its result with `helix status`, "
+            "then run `helix start-round` for the next round if the session continues.")
 
 
 def submit_baseline_guideline(message: str) -> str:
@@ -201,7 +218,10 @@ def build_pass(round_dir: Path, state: RoundState, found: Artifacts, baseline_pe
         found_lints = lints.lint_source(source, round_dir.name, backend=lints.target_backend(workspace, baseline))
     warnings.extend(str(p) for p in found_lints)
     goals = goals if goals is not None and goals.any else None
-    promoted = measure.promoted_best(workspace) if min_speedup is not None or goals is not None else None
+    # the round passes this check, so submit-round records it as passed: it counts (a round never
+    # accepted by submit-round is never the promoted best)
+    promoted = measure.promoted_best(workspace, statuses={n: "passed"}) \
+        if min_speedup is not None or goals is not None else None
     estimate = promoted.vs_baseline if promoted is not None else None
     check = target_check(estimate, min_speedup, from_env=os.environ.get(MIN_SPEEDUP_ENV) is not None)
     best, met = check.best, check.met

@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from helix_engine.errors import HelixError
 from helix_engine.state import (
     candidate,
     checks,
@@ -94,6 +95,9 @@ def submit_baseline(baseline_dir: Path) -> Payload:
                 state = workflow.new_workflow(run_id, baseline_passed=False)
             state.baseline.status = "passed"
             state.baseline.submitted_at = workflow.utc_now()
+            from helix_engine.state.seals import seal_baseline
+
+            seal_baseline(workspace)  # what was accepted: every later judgement checks these bytes
             state.phase = "awaiting_round_start"
             state.current_round = None
             workflow.save_workflow(path, state)
@@ -318,15 +322,46 @@ def submit_round(round_dir: Path, current_round: int | None = None, final_round:
         if result.passed:
             return _fail("round", workflow.STATE_MISSING, guideline.submit_round_guideline(workflow.STATE_MISSING))
         return result.payload(), 1
+    held_out = _held_out_failure(round_dir, kwargs)
     try:
         with _locked(workspace) as rec:
-            return _annotate(_submit_locked(path, round_dir, current_round, kwargs), rec, workspace)
+            return _annotate(_submit_locked(path, round_dir, current_round, kwargs, held_out), rec, workspace)
     except files.WorkspaceBusy as exc:
         return _fail("round", str(exc), BUSY_GUIDELINE)
 
 
-def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs: dict[str, Any]) -> Payload:
+def _held_out_failure(round_dir: Path, kwargs: dict[str, Any]) -> str | None:
+    """Held-out correctness (issue 27, item 3): a round the checker would pass is tested again, in
+    a job, on inputs derived now (new seeds, shapes near the test's), against the accepted
+    baseline. The sentence that rejects it, or None."""
     result = checks.check_round(round_dir, **kwargs)
+    if not result.passed or result.operator_path is None:
+        return None
+    from helix_engine.eval.test import run_test
+    from helix_engine.state.baseline import inspect_baseline
+
+    reference = inspect_baseline(round_dir.parent).operator_path
+    if reference is None:
+        return None
+    try:
+        outcome = run_test(result.operator_path, ref_operator_file=reference, held_out=True)
+    except HelixError as exc:
+        return f"the held-out test could not run: {exc}"
+    if outcome.exit_code == 0:
+        return None
+    why = outcome.message or next((line.removeprefix("FAIL: ") for line in outcome.text.splitlines()
+                                   if line.startswith("FAIL:")), "the outputs differ from the baseline's")
+    return (f"{round_dir.name} fails on held-out inputs (new seeds, shapes near the test's; job {outcome.job_id}): "
+            f"{why}. A round that is right only on the visible test's inputs is not correct")
+
+
+def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs: dict[str, Any],
+                   held_out: str | None = None) -> Payload:
+    result = checks.check_round(round_dir, **kwargs)
+    if result.passed and held_out is not None:  # measured correct on what it was shown, wrong on the rest
+        result.status, result.stage = "fail", "held-out"
+        result.issues = [held_out]
+        result.guideline = checks.fail_guideline("round", result.issues)
     if not result.passed and not result.terminal:
         return result.payload(), 1
     outcome: Literal["passed", "failed"] = "passed" if result.passed else "failed"
@@ -346,6 +381,9 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
     recovery.mark_submit(round_dir.parent, n, outcome)  # removed last: a kill before that leaves it
     if result.passed:
         cleanup.pass_cleanup(round_dir, result.round_state)
+        from helix_engine.state.seals import seal_submitted
+
+        seal_submitted(round_dir.parent, round_dir)
     try:
         problems = [str(p) for p in ledger.update_ledger(round_dir.parent, n, passed=result.passed,
                                                          issues=result.issues)]

@@ -97,7 +97,10 @@ def promotion(workspace: Path, *, statuses: dict[int, str] | None = None,
     return evaluated(workspace, statuses=statuses, exclude=exclude)[1].promotion
 
 
-def promoted_best(workspace: Path, *, exclude: Iterable[int] = ()) -> RoundPromotion | None:
-    """The current best round's promotion (its geomean vs the baseline), None for the baseline."""
-    found = promotion(workspace, exclude=exclude)
+def promoted_best(workspace: Path, *, exclude: Iterable[int] = (),
+                  statuses: dict[int, str] | None = None) -> RoundPromotion | None:
+    """The current best round's promotion (its geomean vs the baseline), None for the baseline.
+    Only a round submit-round accepted can be it; ``statuses`` as for ``evaluated`` (the round
+    being submitted counts as passed before .helix/state.json says so)."""
+    found = promotion(workspace, statuses=statuses, exclude=exclude)
     return found.rounds[found.best_round] if found.best_round is not None else None

@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from helix_engine.diskfull import name_the_file
+
 HELIX_DIR = ".helix"
 LOCK_NAME = "lock"
 #: Files larger than this are not parsed (a problem is reported instead).
@@ -38,8 +40,12 @@ def atomic_write_text(path: Path, text: str) -> None:
     import tempfile  # here: `helix status` reads this module's names and writes nothing through it
 
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        name_the_file(exc, path)
+        raise
     try:
         # mkstemp makes 0600: keep the mode the file had, else the umask's (as open() would)
         os.fchmod(fd, _mode_for(path))
@@ -48,9 +54,11 @@ def atomic_write_text(path: Path, text: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # a full disk: say which file (os.write names none)
+            name_the_file(exc, path)
         raise
     _fsync_dir(path.parent)
 
@@ -88,13 +96,17 @@ def append_text(path: Path, text: str) -> None:
     write(2) call on O_APPEND keeps concurrent appenders from interleaving mid-line.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _open_append(path)
     try:
-        os.write(fd, text.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = _open_append(path)
+        try:
+            os.write(fd, text.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # a full disk: say which file (os.write names none)
+        name_the_file(exc, path)
+        raise
 
 
 def _open_append(path: Path) -> int:

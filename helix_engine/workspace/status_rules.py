@@ -208,6 +208,12 @@ def evaluate(snap: Any, metric: str | None = None, *, statuses: Mapping[int, str
     results_before = previous.outcomes[0] if previous is not None and previous.outcomes is not None \
         and changed is not None else None
     memo.outcomes = (results, skipped, round_warnings, best)
+    damage = baseline_damage(snap)
+    if damage is not None:  # a damaged baseline is the baseline's problem, not the rounds' (see below)
+        warnings = _blame_the_baseline(warnings, damage)
+        round_warnings = _blame_the_baseline(round_warnings, damage)
+        problems.append(Problem(damage.file, f"is damaged ({damage.message}), so no round can be compared with it; "
+                                f"{REESTABLISH}", damage.line, "error"))
     warnings += round_warnings
     if reread is not None and changed is not None:
         reread = {*reread, *changed}  # a round judged anew (another baseline operator …) is looked at too
@@ -477,12 +483,64 @@ def _settle(promotion: Promotion) -> None:
             entry.reason  # noqa: B018 - reading it makes the comparison and keeps it in the round's judgements
 
 
+#: What re-establishes a damaged baseline perf file (prepare-baseline measures it again).
+REESTABLISH = ("re-establish the baseline with `helix prepare-baseline --force`, then refill each round it failed "
+               "with `helix round-state --round-dir opt-round-N ...`")
+#: Round skip reasons a damaged baseline causes: `helix round-state` derives benchmark_status=failed
+#: (and no effective_metric_source) when the round's perf file does not compare with the baseline's.
+_BASELINE_CAUSED = ("benchmark_status is failed", "effective_metric_source is null")
+
+
+def baseline_damage(snap: Any) -> Problem | None:
+    """The baseline perf file's first error (unreadable, an invalid or duplicate line, empty, no
+    readable record), or None when it reads cleanly or there is none (that is "missing", not damage)."""
+    baseline = snap.baseline
+    if baseline is None or baseline.perf_file is None:
+        return None
+    name = _shown_file(snap, baseline.perf_file, "baseline")
+    for problem in baseline.problems:
+        if problem.file == name and problem.severity == "error":
+            return problem
+    return None if baseline.perf else Problem(name, "has no readable perf record")
+
+
+def _blame_the_baseline(warnings: list[str], damage: Problem) -> list[str]:
+    """``warnings`` with the ones a damaged baseline perf file causes said as its doing: upstream's
+    "skipping opt-round-N because benchmark_status is failed" (what `helix round-state` derives
+    when the round cannot be compared with the baseline) names the baseline perf file and what
+    re-establishes it, and "cannot parse baseline perf file X" says what to do."""
+    out = []
+    for text in warnings:
+        head, sep, reason = text.partition(" because ")
+        if text.startswith("skipping opt-round-") and sep and reason in _BASELINE_CAUSED:
+            name = head.removeprefix("skipping ")
+            text = (f"skipping {name} because it cannot be compared with the baseline: the baseline perf file "
+                    f"{damage.file} is damaged (round-state.json's \"{reason}\" is what `helix round-state` "
+                    "derives when a round does not compare with the baseline); re-establish the baseline with "
+                    f"`helix prepare-baseline --force`, then refill the round with `helix round-state --round-dir "
+                    f"{name} ...`")
+        elif text == f"cannot parse baseline perf file {damage.file}":
+            text += "; re-establish it with `helix prepare-baseline --force`"
+        out.append(text)
+    if not any(damage.file in text for text in out):
+        out.append(f"baseline perf file {damage.file} is damaged; re-establish it with `helix prepare-baseline --force`")
+    return out
+
+
+#: Why a compared round is not promoted when submit-round never accepted it (the promotion
+#: rule's reason; the round's comparison with the baseline is still shown).
+NOT_ACCEPTED = "submit-round has not accepted it (never submitted)"
+NOT_ACCEPTED_ACTIVE = "submit-round has not accepted it yet (the active round)"
+
+
 def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], skipped: dict[int, str],
              base_records: list[PerfRecord], statuses: Mapping[int, str | None],
              noise_margin: float | NoiseMargins, memo: EvaluationMemo | None = None,
              previous: EvaluationMemo | None = None, reread: Collection[int] | None = None) -> Promotion:
-    """The promotion rule over every round: eligible when the status rules compared it and no
-    submit-round failed it. ``reread``: as for ``evaluate``."""
+    """The promotion rule over every round: eligible when the status rules compared it and
+    submit-round accepted it (its workflow status, or the one ``statuses`` gives, is passed: a
+    round never submitted, or still active, is measured but never the promoted best).
+    ``reread``: as for ``evaluate``."""
     rounds = snap.rounds
     order = sorted(rounds)
     # every round's status given (the snapshot's own, in a load): those statuses, the same dict
@@ -497,6 +555,8 @@ def _promote(snap: Any, metric: str | None, results: dict[int, RoundResult], ski
         why = skipped.get(n)
         if in_effect[n] == "failed":
             why = "submit-round rejected it"
+        elif in_effect[n] != "passed" and why is None:  # only a round submit-round accepted is promoted
+            why = NOT_ACCEPTED_ACTIVE if in_effect[n] == "active" else NOT_ACCEPTED
         summary = memo.rounds[n][1] if memo is not None and n in memo.rounds else None
         # a view copied by the snapshot's _derive keeps its inputs object: the candidate of last
         # time holds the same records, values and judgements (same metric: previous is the same context)

@@ -109,11 +109,19 @@ def test_the_bound_leaves_a_round_near_the_noise_limit_to_the_comparison(tmp_pat
         assert 3 not in dict(decided) and again.promotion.rounds[3] == three
 
 
-def test_a_full_load_that_cannot_keep_the_cache_leaves_the_comparison_to_be_read(tmp_path: Path) -> None:
-    """Without a real .helix/ folder nothing is kept, so nothing is computed before it is read."""
+def test_a_full_load_that_cannot_keep_the_cache_leaves_the_comparison_to_be_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a real .helix/ folder nothing is kept, so nothing is computed before it is read.
+    (.helix/state.json stays: only rounds submit-round accepted are promoted; the cache is what
+    cannot be kept, as when .helix/ is no real folder.)"""
+    from helix_engine.workspace import sealed
+
     clear = {lab: v * 0.6 for lab, v in BASE.items()}
     ws = build_workspace(tmp_path, baseline=BASE, rounds=[{lab: v * 0.5 for lab, v in BASE.items()}, clear])
-    shutil.rmtree(ws / ".helix")
+    for item in (ws / ".helix").iterdir():
+        if item.name != "state.json":
+            shutil.rmtree(item) if item.is_dir() else item.unlink()
+    monkeypatch.setattr(sealed, "can_keep", lambda _ws: False)
     two = load_workspace(ws).promotion.rounds[2]
     assert isinstance(two, LaterPromotion) and two.pending
     assert math.isclose(two.vs_previous_best.point, 0.5 / 0.6) and not two.pending

@@ -171,6 +171,31 @@ def test_second_submit_is_refused_clearly(ws: Path) -> None:
     assert (ws / "opt-note.md").read_text() == note
 
 
+def test_second_submit_of_a_failed_round_says_it_failed_not_passed(ws: Path) -> None:
+    """The guideline said "already submitted and passed" after "already submitted and failed"."""
+    assert run_round(ws, 1, None)[1] == 1  # rejected: correctness failed, closed as failed
+    note = (ws / "opt-note.md").read_text()
+    failed = "opt-round-1 was already submitted and failed; the workflow state no longer has it active"
+    payload, code = submit_round(ws / "opt-round-1")  # the same failing round again
+    assert code == 1 and payload["issues"] == ["correctness_status=failed", failed], payload
+    assert "already submitted and passed" not in payload["guideline"], payload["guideline"]
+    assert "This round was already submitted and failed: submit-round rejected it" in payload["guideline"]
+    assert (ws / "opt-note.md").read_text() == note
+    assert workflow_json(ws)["rounds"]["1"]["status"] == "failed"
+    # a round whose check passes now (fixed afterwards) is refused with the state's sentence alone
+    # (submit-round's `_fail(str(exc), submit_round_guideline(str(exc)))`): it says failed too
+    from helix_engine.state import guideline, workflow
+
+    with pytest.raises(ValueError) as refused:
+        workflow.completable_round(workflow.load_workflow(workflow.state_path(ws)), "opt-round-1", None)
+    assert str(refused.value) == failed
+    text = guideline.submit_round_guideline(str(refused.value))
+    assert text.startswith("This round was already submitted and failed") and "passed" not in text, text
+    assert "helix start-round" in text
+    passed = guideline.submit_round_guideline(failed.replace("failed;", "passed;"))
+    assert passed.startswith("This round was already submitted and passed")
+
+
 def test_pass_cleanup(ws: Path, tmp_path: Path) -> None:
     start_round(ws / "opt-round-1", "exploration", "profile_required", "r")
     rdir = put_round(ws, 1, scaled(0.8), state_overrides={"profile_dir": "profile"})
