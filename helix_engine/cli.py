@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "helix_engine.commands.perf",
     "helix_engine.commands.state",
     "helix_engine.commands.lint",
+    "helix_engine.commands.selftest",
     "helix_engine.commands.eval",
     "helix_engine.commands.jobs",
     "helix_engine.commands.cluster",

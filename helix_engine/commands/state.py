@@ -95,6 +95,9 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
                    help="the last round of the worker batch; the guideline then says whether to go on")
     p.add_argument("--optimize-target", choices=("kernel", "operator"), default=None,
                    help="kernel: judge by the kernel view; operator: by total-op (end to end)")
+    p.add_argument("--accept-findings", metavar="REASON", default=None,
+                   help="submit a round the gate holds for review (an anti-cheat lint finding), saying why it is "
+                        "honest; the reason is recorded in the ledger")
     p.add_argument("--check", action="store_true",
                    help="only say what submit-round would do and what fails; write nothing")
     p.add_argument("--json", action="store_true",
@@ -224,7 +227,7 @@ def _submit_round(args: argparse.Namespace) -> int:
         return code
     payload, code = submit_round(
         Path(args.round_dir), current_round=args.current_round, final_round=args.final_round,
-        optimize_target=args.optimize_target,
+        optimize_target=args.optimize_target, accept_findings=args.accept_findings,
     )
     print_json(payload)
     return code

@@ -295,6 +295,7 @@ def check_round(
     goals: Goals | None = None,
     state_data: dict[str, Any] | None = None,
     summary_pending: bool = False,
+    accept_findings: str | None = None,
 ) -> CheckResult:
     """Check one round directory; never writes anything. ``state_data``: check it as if its
     round-state.json held this (the submit form's values, before they are written)."""
@@ -341,6 +342,13 @@ def check_round(
     launch_issue = continuity.continuity_issue(source, found.operator_path.name)
     if launch_issue is not None:
         return _fail([launch_issue], "continuity", **common)
+    from helix_engine.state.lints import anti_cheat_findings
+
+    held = anti_cheat_findings(source, f"{round_dir.name}/{found.operator_path.name}")
+    if held and accept_findings is None:  # held for review: not promoted until a person says why it is honest
+        return _fail([f"held for review: {p}" for p in held[:5]]
+                     + ["submit it with `--accept-findings \"why this is honest\"` if it is"],
+                     "held", **{**common, "terminal": False})
     n = layout.round_number(round_dir.name)
     ours = _sequence_issues(workspace, n) or _parent_issues(workspace, n, state)
     if not ours:

@@ -307,7 +307,7 @@ def _set_locked(path: Path, why: str, strategy_arg: str | None, policy_arg: str 
 
 
 def submit_round(round_dir: Path, current_round: int | None = None, final_round: int | None = None,
-                 optimize_target: str | None = None) -> Payload:
+                 optimize_target: str | None = None, accept_findings: str | None = None) -> Payload:
     """Check the round, then record the outcome: passed (active round only) or failed (when the
     round is terminal), the ledger entry, the round_end timing event and the pass clean-up."""
     round_dir = Path(round_dir).expanduser().resolve()
@@ -315,6 +315,11 @@ def submit_round(round_dir: Path, current_round: int | None = None, final_round:
     if refused is not None:
         return refused, 1
     assert kwargs is not None
+    if accept_findings is not None:
+        if not accept_findings.strip():
+            return _fail("round", "--accept-findings needs a reason", "Say why the findings are honest code: "
+                         "`helix submit-round --round-dir ... --accept-findings \"why\"`.")
+        kwargs["accept_findings"] = accept_findings.strip()
     workspace = round_dir.parent
     path = workflow.state_path(workspace)
     if not path.exists():
@@ -358,6 +363,13 @@ def _held_out_failure(round_dir: Path, kwargs: dict[str, Any]) -> str | None:
 def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs: dict[str, Any],
                    held_out: str | None = None) -> Payload:
     result = checks.check_round(round_dir, **kwargs)
+    if result.passed and kwargs.get("accept_findings"):
+        from helix_engine.state.lints import anti_cheat_findings
+        from helix_engine.workspace.reading import read_text_safe
+
+        source, _ = read_text_safe(result.operator_path, round_dir.parent) if result.operator_path else (None, None)
+        if source and anti_cheat_findings(source, "operator"):
+            result.issues.append(f"held for review, accepted by the submitter: {kwargs['accept_findings']}")
     if result.passed and held_out is not None:  # measured correct on what it was shown, wrong on the rest
         result.status, result.stage = "fail", "held-out"
         result.issues = [held_out]

@@ -1,0 +1,1 @@
+"""``helix selftest``: helix's own adversarial operators, run through the real workflow."""
