@@ -581,3 +581,54 @@ def uncached_load(ws: Path, monkeypatch: Any, target: Any, name: str, value: Any
         found = read(load_workspace(ws))
         (ws / ROUND_CACHE).unlink(missing_ok=True)
     return found
+
+
+# ---------------------------------------------------------------------- the gate's records
+
+
+def gate_record(ws: Path, name: str) -> dict[str, Any] | None:
+    """What the gate would have recorded (state/seals.py) as ``.helix/gate/<name>.json``, for a
+    workspace these builders wrote by hand: the baseline's seal of its files as they are, and a
+    round's run-test / run-bench evidence for its current operator and perf file against the
+    baseline operator. For tests of what submit-round does *after* the gate (no real job ran);
+    the gate itself is tested by tests/e2e/test_gate_cheats.py, tests/unit/test_seals.py and
+    `helix selftest`."""
+    from helix_engine.eval.discovery import find_bench_file, find_test_file
+    from helix_engine.state import seals
+    from helix_engine.state.baseline import inspect_baseline
+    from helix_engine.workspace import layout as _layout
+
+    ws = Path(ws)
+    found = seals.baseline_files(ws)
+    if name == "baseline":
+        return {"format": seals.FORMAT, "files": found.files,
+                "operator": seals._rel(ws, found.operator) if found.operator else None}
+    round_name, _, kind = name.partition(".")
+    base_op = inspect_baseline(ws).operator_path
+    ops = sorted((ws / round_name).glob("opt_*.py"))
+    if kind not in ("run-test", "run-bench") or base_op is None or not ops:
+        return None
+    op = ops[0]
+    finder = find_test_file if kind == "run-test" else find_bench_file
+    try:
+        harness = finder(base_op)
+    except Exception:  # noqa: BLE001 - a hand-built workspace without that harness
+        harness = base_op
+    perf = ws / round_name / _layout.round_perf_name(op.stem[len("opt_"):])
+    return {"format": seals.FORMAT, "kind": kind, "round": round_name, "job_id": "fixture", "passed": True,
+            "split": True, "all_cases": True, "findings": [],
+            "operator": {"path": seals._rel(ws, op), "sha256": seals.sha256_file(op)},
+            "reference": {"path": seals._rel(ws, base_op), "sha256": seals.sha256_file(base_op)},
+            "harness": {"path": seals._rel(ws, harness), "sha256": found.files.get(seals._rel(ws, harness))
+                        or seals.sha256_file(harness)},
+            "perf_sha256": seals.sha256_file(perf) if kind == "run-bench" else None}
+
+
+def measured_through_gate(ws: Path, round_dir: Path) -> None:
+    """Write gate_record's records into ``.helix/gate/`` (for tests whose commands run as processes)."""
+    from helix_engine.state import seals
+
+    for name in ("baseline", f"{Path(round_dir).name}.run-test", f"{Path(round_dir).name}.run-bench"):
+        body = gate_record(ws, name)
+        if body is not None and not (name == "baseline" and (seals.gate_dir(ws) / "baseline.json").exists()):
+            seals.write_record(ws, name, {k: v for k, v in body.items() if k != "format"})

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from helix_engine.gate.harness import TestCase, TracedTest, fresh_seed
+from helix_engine.gate.harness import DiffCase, TracedTest, fresh_seed
 from helix_engine.gate.opclient import OperatorClient, OperatorFailed
 from helix_engine.gate.sides import CallResult, Finding, Sides, behaviour_findings, write_findings
 
@@ -132,4 +132,4 @@ def run_test_gate(request: dict[str, Any], backend: Any, events: Any) -> dict[st
             "raised": raised, "gate": gate}
 
 
-__all__ = ["TestCase", "run_test_gate"]
+__all__ = ["DiffCase", "run_test_gate"]

@@ -94,7 +94,7 @@ class TracedBench(TracedHarness):
 
 
 @dataclass
-class TestCase:
+class DiffCase:
     id: str
     program: CallProgram
 
@@ -112,7 +112,7 @@ class TracedTest(TracedHarness):
                                         "build_differential_test_cases(api) returning [{'id','inputs','fn'}]")
         self.api = self.build_api()
 
-    def cases(self, seed: int | None = None) -> list[TestCase]:
+    def cases(self, seed: int | None = None) -> list[DiffCase]:
         """The test file's cases as it makes them (``seed``: torch's global seed first, for held-out
         runs; the test's own seeding still wins where it seeds)."""
         import torch
@@ -126,7 +126,7 @@ class TracedTest(TracedHarness):
             raise HarnessContractError(self.file, hook, str(exc)) from None
         if raw is None or isinstance(raw, (str, bytes, dict)) or not hasattr(raw, "__iter__"):
             raise HarnessContractError(self.file, hook, f"returned {type(raw).__name__}; return a list of case dicts")
-        out: list[TestCase] = []
+        out: list[DiffCase] = []
         seen: set[str] = set()
         for index, case in enumerate(raw):
             if not isinstance(case, dict):
@@ -138,7 +138,7 @@ class TracedTest(TracedHarness):
             fn = case.get("fn")
             if not callable(fn):
                 raise HarnessContractError(self.file, hook, f"case {cid!r}: fn must be a zero-argument callable")
-            out.append(TestCase(cid, self.record(fn, hook, cid)))
+            out.append(DiffCase(cid, self.record(fn, hook, cid)))
         if not out:
             raise HarnessContractError(self.file, hook, "returned no cases; return at least one case dict")
         return out

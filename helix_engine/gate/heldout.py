@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from helix_engine.gate.harness import TestCase, TracedTest
+from helix_engine.gate.harness import DiffCase, TracedTest
 from helix_engine.gate.recorder import CallProgram
 
 #: a held-out tensor holds at most this many elements (or its original's count, if larger)
@@ -26,7 +26,7 @@ MAX_ELEMENTS = 1 << 20
 VARIANTS = 2
 
 
-def varying_sizes(cases: list[TestCase]) -> set[int]:
+def varying_sizes(cases: list[DiffCase]) -> set[int]:
     """Sizes that sit in a (tensor, dimension) position whose size differs between the cases."""
     positions: dict[tuple[int, int, int], set[int]] = {}
     for case in cases:
@@ -118,16 +118,16 @@ def _map_ints(value: Any, mapping: dict[int, int]) -> Any:
     return value
 
 
-def held_out_cases(test: TracedTest, cases: list[TestCase], seed: int) -> tuple[list[TestCase], list[dict[str, Any]]]:
+def held_out_cases(test: TracedTest, cases: list[DiffCase], seed: int) -> tuple[list[DiffCase], list[dict[str, Any]]]:
     """For each case: its new-seed twin (same shapes) and VARIANTS nearby-shape variants."""
     rng = random.Random(seed)
     sizes = varying_sizes(cases)
-    out: list[TestCase] = []
+    out: list[DiffCase] = []
     log: list[dict[str, Any]] = []
     for case in cases:
         twin = derive_program(case.program, {}, rng.randrange(1 << 30))
         if twin is not None:
-            out.append(TestCase(f"{case.id}/new-values", twin))
+            out.append(DiffCase(f"{case.id}/new-values", twin))
             log.append({"case": f"{case.id}/new-values", "shapes": _shapes(twin)})
         mine = sorted({int(s) for t in _tensors(case.program) for s in t.shape} & sizes)
         for variant in range(VARIANTS if mine else 0):
@@ -136,7 +136,7 @@ def held_out_cases(test: TracedTest, cases: list[TestCase], seed: int) -> tuple[
             if program is None:
                 continue
             label = f"{case.id}/held-out-{variant + 1}"
-            out.append(TestCase(label, program))
+            out.append(DiffCase(label, program))
             log.append({"case": label, "shapes": _shapes(program)})
     return out, log
 

@@ -151,11 +151,6 @@ class OperatorClient:
         reply = self.ask(msg)
         return time.perf_counter() - start, reply
 
-    def null_round_trip_us(self, n: int = 30) -> float:
-        """The median round trip of a message that does nothing (the pipe's own cost)."""
-        times = sorted(self.timed_round_trip({"cmd": "noop"})[0] * 1e6 for _ in range(n))
-        return times[len(times) // 2]
-
     def close(self) -> None:
         with contextlib.suppress(Exception):
             wire.send(self.wfd, {"cmd": "exit"})

@@ -65,7 +65,6 @@ class Sides:
         self.clients = clients
         #: per side, (supervisor's round trip µs, the operator's own µs) of each perf-counter call
         self.walls: dict[str, list[tuple[float, float]]] = {}
-        self.null_us: dict[str, float] = {}
 
     def load(self, name: str, program: CallProgram, drop: list[str] | tuple[str, ...] = ()) -> None:
         blob = wire.encode_blob(program.tensors)
@@ -90,9 +89,10 @@ class Sides:
         samples: list[float] = []
         for _ in range(reps):
             wall, reply = client.timed_round_trip({"cmd": "once"})
+            null, _ = client.timed_round_trip({"cmd": "noop"})  # the pipe's cost now, under the same load
             claimed = reply.get("us")
             samples.append(float(claimed) if isinstance(claimed, (int, float)) and math.isfinite(claimed) else -1.0)
-            self.walls.setdefault(side, []).append((wall * 1e6, samples[-1]))
+            self.walls.setdefault(side, []).append(((wall - null) * 1e6, samples[-1]))
         if mode is None:
             return {}
         mean = sum(samples) / len(samples)
@@ -100,19 +100,19 @@ class Sides:
 
     def clock_findings(self, case: str) -> list[Finding]:
         """The operator's own clock held to the supervisor's: per call, the round trip less the
-        pipe's cost is what the call took at least; an operator whose median claim is under half
-        of that (and the work is over 200 µs) is reporting a timer it changed."""
+        round trip of an empty message sent right after it is what the call took, by a clock the
+        operator cannot reach. A median claim under half of that, and more than a millisecond
+        short (a loaded box delays a reply by that much, not by the work), is a timer it changed."""
         found: list[Finding] = []
         side = "candidate"
         calls = self.walls.pop(side, [])
         self.walls.clear()
         if not calls or side not in self.clients:
             return found
-        null = self.null_us.setdefault(side, self.clients[side].null_round_trip_us())
-        work = sorted(max(0.0, wall - null) for wall, _ in calls)
+        work = sorted(max(0.0, wall) for wall, _ in calls)
         claims = sorted(claim for _, claim in calls)
         mid_work, mid_claim = work[len(work) // 2], claims[len(claims) // 2]
-        if mid_work > 200.0 and mid_claim < 0.5 * mid_work:
+        if mid_work - mid_claim > 1000.0 and mid_claim < 0.5 * mid_work:
             found.append(Finding("timer", case, f"the candidate's process reported calls of {mid_claim:.0f} µs (median) "
                                                 f"that took {mid_work:.0f} µs by the supervisor's clock: its timer "
                                                 "was changed"))

@@ -393,9 +393,6 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
     recovery.mark_submit(round_dir.parent, n, outcome)  # removed last: a kill before that leaves it
     if result.passed:
         cleanup.pass_cleanup(round_dir, result.round_state)
-        from helix_engine.state.seals import seal_submitted
-
-        seal_submitted(round_dir.parent, round_dir)
     try:
         problems = [str(p) for p in ledger.update_ledger(round_dir.parent, n, passed=result.passed,
                                                          issues=result.issues)]
@@ -414,6 +411,10 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
     workflow.save_workflow(path, state)
     workflow.append_timing(round_dir.parent, n, "round_end", state.run_id)
     recovery.clear_submit(round_dir.parent)
+    if result.passed:  # the files of record of a promoted round; a later rewrite of them is seen
+        from helix_engine.state.seals import seal_submitted
+
+        seal_submitted(round_dir.parent, round_dir)
     payload = result.payload()
     if not problems:  # helix's key: what the ledger now says of this round (upstream's keys unchanged)
         with contextlib.suppress(Exception):  # only ever informs: the submission is recorded

@@ -18,6 +18,7 @@ import pytest
 from helix_engine.state.lifecycle import start_round, submit_baseline, submit_round
 from helix_engine.workspace.markdown import parse_opt_note
 
+from builders import measured_through_gate
 from state_fixtures import new_workspace, put_round, scaled, workflow_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +42,7 @@ def _prepared(tmp_path: Path, n: int = 1) -> Path:
     for k in range(1, n + 1):
         assert start_round(ws / f"opt-round-{k}", "exploration", "pattern_entry", "r")[1] == 0
         put_round(ws, k, scaled(0.9 - 0.01 * k))
+        measured_through_gate(ws, ws / f"opt-round-{k}")  # the records a gate run leaves (processes below)
         if k < n:
             assert submit_round(ws / f"opt-round-{k}")[1] == 0
     return ws
@@ -122,6 +124,7 @@ def test_kill_9_at_random_moments_of_submit_round(tmp_path: Path) -> None:
     for n in range(2, 22):
         assert start_round(ws / f"opt-round-{n}", "exploration", "pattern_entry", "r")[1] == 0
         put_round(ws, n, scaled(0.9 - 0.01 * n))
+        measured_through_gate(ws, ws / f"opt-round-{n}")
         proc = subprocess.Popen(_cli("submit-round", "--round-dir", str(ws / f"opt-round-{n}")), env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         # Half the kills anywhere in the process's life, half aimed at its last part (the transition).

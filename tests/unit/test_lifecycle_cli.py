@@ -12,6 +12,7 @@ import pytest
 
 from helix_engine.workspace.markdown import parse_opt_note
 
+from builders import measured_through_gate
 from state_fixtures import new_workspace, put_round, scaled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +46,7 @@ def test_round_loop_from_the_cli(tmp_path: Path) -> None:
                               "--reason", "need a profile", cwd=rdir)
         assert code == 0 and payload["previous_analysis_policy"] == "pattern_entry"
         put_round(ws, n, scaled(factor), parent="baseline" if n == 1 else f"opt-round-{n - 1}")
+        measured_through_gate(ws, rdir)  # the records a gate run leaves (no job ran: the perf file is built)
         payload, code = helix("submit-round", "--round-dir", str(rdir), "--current-round", str(n),
                               "--final-round", "5", env=target)
         assert code == 0, payload

@@ -56,7 +56,7 @@ def test_crash_at_every_write_boundary(tmp_path: Path, monkeypatch: pytest.Monke
         calls = _counting(m, None, False)
         assert submit_round(probe / "opt-round-2")[1] == 0
     assert calls == ["write:transition.json", "write:opt-note.md", "write:round-state.json", "write:state.json",
-                     "append:opt-round-2.jsonl"]
+                     "append:opt-round-2.jsonl", "write:opt-round-2.submitted.json"]
     for index in range(1, len(calls) + 1):
         for after in (False, True):
             ws = _ready(tmp_path / f"c{index}{after}")

@@ -61,7 +61,8 @@ def test_derives_paths_metric_statuses_parent_and_writes_a_loadable_state(
     rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "hoist mask", "--evidence", "benchmark, profile")
     assert rc == 0, data
     state = json.loads((rdir / "round-state.json").read_text())
-    assert state["round"] == "opt-round-2" and state["parent_round"] == "opt-round-1"
+    # round 1 (2x) was never submitted: only a round submit-round accepted is a default parent
+    assert state["round"] == "opt-round-2" and state["parent_round"] == "baseline"
     assert state["evidence_sources"] == ["benchmark", "profile"]
     assert state["perf_artifact"] == "opt_add_perf.txt"
     assert state["comparison_target_path"] == "../baseline/add_perf.txt"
@@ -153,10 +154,11 @@ def test_parent_is_the_one_start_round_recorded_not_the_best(ws: Path, capsys: p
     rc, data = _run(capsys, "--round-dir", str(ws / "opt-round-2"), "--hypothesis", "h", "--evidence", "benchmark")
     assert rc == 0, data
     assert data["round_state"]["parent_round"] == "baseline"
-    # without a recorded parent (a round opened before helix recorded them): the best round
+    # without a recorded parent (a round opened before helix recorded them): the best submitted
+    # round, and round 1 was never submitted, so the baseline
     rdir = _round(ws, 3, scaled(0.9))
     rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h", "--evidence", "benchmark")
-    assert rc == 0 and data["round_state"]["parent_round"] == "opt-round-1"
+    assert rc == 0 and data["round_state"]["parent_round"] == "baseline"
 
 
 def test_profile_and_ir_folders_with_output_are_recorded(ws: Path, capsys: pytest.CaptureFixture[str]) -> None:

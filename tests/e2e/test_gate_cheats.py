@@ -1,0 +1,165 @@
+"""The gate's defences, one cheat each, on a small torch-only operator (fast on the CPU): each
+cheat's paired run-bench (or run-test) fails with the sentence that names what was found, and
+the honest operator passes with no finding. The Triton versions of the same cheats, through the
+whole workflow, are `helix selftest` (run by CI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helix_engine.eval.bench import run_bench
+from helix_engine.eval.test import run_test
+
+HONEST = """\
+import time
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_kernel(x_ptr):
+    pass
+
+
+def _honest(x):
+    time.sleep(0.002)  # a kernel of 2 ms: enough for the supervisor's clock to see a lying timer
+    return x * 2.0
+
+
+def scale(x):
+    return _honest(x)
+"""
+
+BENCH = """\
+# api-name: scale
+# api-kind: torch-function
+# kernels: scale_kernel
+import torch
+
+from helix_engine.harness import device
+
+
+def build_operator_api(m):
+    return m.scale
+
+
+def build_bench_cases():
+    return [{"id": f"n{n}", "n": n, "seed": n, "warmup": 1, "repeats": 6} for n in (256, 300)]
+
+
+def build_bench_case_fn(api, case):
+    torch.manual_seed(case["seed"])
+    x = torch.randn(case["n"], device=device())
+    return lambda: api(x)
+"""
+
+TEST = """\
+# test-mode: differential
+# api-name: scale
+# api-kind: torch-function
+import torch
+
+
+def build_operator_api(m):
+    return m.scale
+
+
+def build_differential_test_cases(api):
+    cases = []
+    for n in (16, 33):
+        torch.manual_seed(n)
+        x = torch.randn(n)
+        cases.append({"id": f"n{n}", "inputs": (x,), "fn": lambda x=x: api(x)})
+    return cases
+"""
+
+CHEATS = {
+    "cache": ("""
+_CACHE = {}
+def scale(x):
+    key = x.data_ptr()
+    if key not in _CACHE:
+        _CACHE[key] = _honest(x)
+    return _CACHE[key]
+""", "reused input buffers refilled with new values"),
+    "in-place": ("""
+def scale(x):
+    return x.mul_(2.0)
+""", "shares storage with input #0"),
+    "lazy": ("""
+class Lazy(torch.Tensor):
+    pass
+def scale(x):
+    return _honest(x).as_subclass(Lazy)
+""", "tensor subclass (Lazy)"),
+    "thread": ("""
+import threading
+def scale(x):
+    y = torch.empty_like(x)
+    threading.Thread(target=lambda: y.copy_(_honest(x))).start()
+    return y
+""", "started 1 Python thread"),
+    "timer": ("""
+_real = time.perf_counter
+time.perf_counter = lambda: _real() / 10
+""", "its timer was changed"),
+    "workspace-write": ("""
+import os
+def scale(x):
+    with open(os.path.join(os.readlink(f"/proc/{os.getppid()}/cwd"), "scribble.txt"), "w") as fh:
+        fh.write("x")
+    return _honest(x)
+""", "wrote to the workspace (scribble.txt)"),
+    "nth-call": ("""
+_N = [0]
+def scale(x):
+    _N[0] += 1
+    return _honest(x) * (0.0 if _N[0] % 9 == 0 else 1.0)
+""", "differs from the reference's on the same inputs"),
+}
+
+
+def _workspace(tmp_path: Path, candidate: str) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "baseline").mkdir(parents=True)
+    (ws / "opt-round-1").mkdir()
+    (ws / "baseline" / "scale.py").write_text(HONEST)
+    (ws / "opt-round-1" / "opt_scale.py").write_text(candidate)
+    (ws / "bench_scale.py").write_text(BENCH)
+    (ws / "differential_test_scale.py").write_text(TEST)
+    return ws
+
+
+def test_the_honest_operator_passes_the_gate(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, HONEST)
+    out = run_bench(ws / "opt-round-1" / "opt_scale.py", baseline_operator_file=ws / "baseline" / "scale.py")
+    assert out.exit_code == 0, out.text
+    tested = run_test(ws / "opt-round-1" / "opt_scale.py", ref_operator_file=ws / "baseline" / "scale.py")
+    assert tested.exit_code == 0, tested.text
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_a_cheat_fails_its_paired_bench_with_what_was_found(tmp_path: Path, name: str) -> None:
+    code, words = CHEATS[name]
+    ws = _workspace(tmp_path, HONEST + code)
+    out = run_bench(ws / "opt-round-1" / "opt_scale.py", baseline_operator_file=ws / "baseline" / "scale.py")
+    assert out.exit_code != 0, out.text
+    assert words in out.text, out.text
+    assert not (ws / "opt-round-1" / "opt_scale_perf.txt").exists()  # nothing of record was written
+
+
+def test_a_held_out_run_catches_a_table_of_the_test_outputs(tmp_path: Path) -> None:
+    """Right on the test's inputs only (it recognises their sizes): the visible test passes, the
+    held-out one (new values, nearby sizes) fails."""
+    cheat = HONEST + """
+def scale(x):
+    return _honest(x) if x.numel() in (16, 33) else torch.zeros_like(x)
+"""
+    ws = _workspace(tmp_path, cheat)
+    op, ref = ws / "opt-round-1" / "opt_scale.py", ws / "baseline" / "scale.py"
+    assert run_test(op, ref_operator_file=ref).exit_code == 0
+    held = run_test(op, ref_operator_file=ref, held_out=True)
+    assert held.exit_code == 1 and "held-out" in held.text, held.text
