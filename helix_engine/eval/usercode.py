@@ -80,13 +80,14 @@ class UserCodeError(HarnessContractError):
     def from_exception_text(cls, data: dict[str, Any], copy: Path, original: Path) -> UserCodeError:
         """An error raised importing a private copy of ``original`` (gate/opclient.py), named by
         the original file (its display path replaces the copy's wherever it appears)."""
-        shown_copy, shown = display_path(copy), display_path(original)
+        shown = display_path(original)
 
         def fix(value: Any) -> Any:
-            return value.replace(str(copy), shown).replace(shown_copy, shown) if isinstance(value, str) else value
+            return value.replace(str(copy), shown) if isinstance(value, str) else value
 
+        same = str(data.get("file") or "") == str(copy)
         data = {k: fix(v) for k, v in data.items()}
-        if str(data.get("file") or "") in (str(copy), shown):
+        if same:
             data["file"] = str(original)
         return cls.from_json(data)
 

@@ -335,10 +335,12 @@ def submit_round(round_dir: Path, current_round: int | None = None, final_round:
         return _fail("round", str(exc), BUSY_GUIDELINE)
 
 
-def _held_out_failure(round_dir: Path, kwargs: dict[str, Any]) -> str | None:
+def _held_out_failure(round_dir: Path, kwargs: dict[str, Any]) -> tuple[bool, str] | None:
     """Held-out correctness (issue 27, item 3): a round the checker would pass is tested again, in
     a job, on inputs derived now (new seeds, shapes near the test's), against the accepted
-    baseline. The sentence that rejects it, or None."""
+    baseline. None when it passed; else (terminal, sentence): terminal when the outputs were
+    compared and differ (the round is rejected), not when the job did not complete (a crash, a
+    timeout, a busy device: the submit is refused and can be repeated)."""
     result = checks.check_round(round_dir, **kwargs)
     if not result.passed or result.operator_path is None:
         return None
@@ -351,17 +353,20 @@ def _held_out_failure(round_dir: Path, kwargs: dict[str, Any]) -> str | None:
     try:
         outcome = run_test(result.operator_path, ref_operator_file=reference, held_out=True)
     except HelixError as exc:
-        return f"the held-out test could not run: {exc}"
+        return False, f"the held-out test could not run: {exc}; run submit-round again"
     if outcome.exit_code == 0:
         return None
-    why = outcome.message or next((line.removeprefix("FAIL: ") for line in outcome.text.splitlines()
-                                   if line.startswith("FAIL:")), "the outputs differ from the baseline's")
-    return (f"{round_dir.name} fails on held-out inputs (new seeds, shapes near the test's; job {outcome.job_id}): "
-            f"{why}. A round that is right only on the visible test's inputs is not correct")
+    if outcome.comparison is None:
+        return False, (f"the held-out test (job {outcome.job_id}) did not complete: "
+                       f"{outcome.message or 'no comparison was made'}; run submit-round again")
+    why = next((line.removeprefix("FAIL: ") for line in outcome.text.splitlines() if line.startswith("FAIL:")),
+               "the outputs differ from the baseline's")
+    return True, (f"{round_dir.name} fails on held-out inputs (new seeds, shapes near the test's; job "
+                  f"{outcome.job_id}): {why}. A round that is right only on the visible test's inputs is not correct")
 
 
 def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs: dict[str, Any],
-                   held_out: str | None = None) -> Payload:
+                   held_out: tuple[bool, str] | None = None) -> Payload:
     result = checks.check_round(round_dir, **kwargs)
     if result.passed and kwargs.get("accept_findings"):
         from helix_engine.state.lints import anti_cheat_findings
@@ -372,7 +377,7 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
             result.issues.append(f"held for review, accepted by the submitter: {kwargs['accept_findings']}")
     if result.passed and held_out is not None:  # measured correct on what it was shown, wrong on the rest
         result.status, result.stage = "fail", "held-out"
-        result.issues = [held_out]
+        result.terminal, result.issues = held_out[0], [held_out[1]]
         result.guideline = checks.fail_guideline("round", result.issues)
     if not result.passed and not result.terminal:
         return result.payload(), 1

@@ -5,6 +5,7 @@ whole workflow, are `helix selftest` (run by CI)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -103,8 +104,11 @@ def scale(x):
     return y
 """, "started 1 Python thread"),
     "timer": ("""
-_real = time.perf_counter
-time.perf_counter = lambda: _real() / 10
+import sys
+_main = sys.modules["__main__"]  # the operator process's own clock, bound before this file was imported
+if hasattr(_main, "_clock"):
+    _real = _main._clock
+    _main._clock = lambda: _real() / 10
 """, "its timer was changed"),
     "workspace-write": ("""
 import os
@@ -148,7 +152,24 @@ def test_a_cheat_fails_its_paired_bench_with_what_was_found(tmp_path: Path, name
     out = run_bench(ws / "opt-round-1" / "opt_scale.py", baseline_operator_file=ws / "baseline" / "scale.py")
     assert out.exit_code != 0, out.text
     assert words in out.text, out.text
-    assert not (ws / "opt-round-1" / "opt_scale_perf.txt").exists()  # nothing of record was written
+    record = json.loads((ws / ".helix" / "gate" / "opt-round-1.run-bench.json").read_text()) \
+        if (ws / ".helix" / "gate" / "opt-round-1.run-bench.json").exists() else {"passed": False}
+    assert record["passed"] is False  # no evidence submit-round would accept
+
+
+def test_a_patched_time_module_changes_nothing(tmp_path: Path) -> None:
+    """The operator process's clock is bound before the operator is imported: patching
+    time.perf_counter measures the candidate as what it is (here: the reference itself)."""
+    cheat = HONEST + """
+_real = time.perf_counter
+time.perf_counter = lambda: _real() / 10
+"""
+    ws = _workspace(tmp_path, cheat)
+    out = run_bench(ws / "opt-round-1" / "opt_scale.py", baseline_operator_file=ws / "baseline" / "scale.py")
+    assert out.exit_code == 0, out.text
+    geomean = next(c for c in out.comparison if "geomean_speedup" in c)["geomean_speedup"] \
+        if isinstance(out.comparison, list) and out.comparison else None
+    assert geomean is not None and 0.8 < geomean < 1.25, out.text
 
 
 def test_a_held_out_run_catches_a_table_of_the_test_outputs(tmp_path: Path) -> None:
