@@ -46,11 +46,14 @@ def main() -> int:
     parser.add_argument("--old-ref", default="a62d19c", help="helix before the gate")
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--backend", default="cpu")
+    parser.add_argument("--old-tree", type=Path, default=None,
+                        help="helix before the gate as a folder (`git archive REF | tar -x -C DIR`), where no git is")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="helix-gate-cost-"))
-    old_root = scratch / "old-helix"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old_root), args.old_ref],
-                   check=True, capture_output=True)
+    old_root = args.old_tree.resolve() if args.old_tree else scratch / "old-helix"
+    if args.old_tree is None:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(old_root), args.old_ref],
+                       check=True, capture_output=True)
     try:
         roots = {"old": old_root, "new": ROOT}
         spaces = {k: workspace(scratch / f"ws-{k}", root, args.backend) for k, root in roots.items()}
@@ -68,8 +71,9 @@ def main() -> int:
                   f"[{min(times[k]):.2f}-{max(times[k]):.2f}]")
         print(f"  gate cost: {statistics.median(ratios):.2f}x [{min(ratios):.2f}-{max(ratios):.2f}] (goal <= 1.15x)")
     finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old_root)], capture_output=True,
-                       check=False)
+        if args.old_tree is None:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old_root)],
+                           capture_output=True, check=False)
         shutil.rmtree(scratch, ignore_errors=True)
     return 0
 

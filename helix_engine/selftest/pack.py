@@ -97,6 +97,15 @@ def softmax(x):
     threading.Thread(target=lambda: y.copy_(_honest(x))).start()
     return y
 '''),
+    Cheat("side-stream", "launches its kernel on a side stream and returns before it finished", backends=("cuda",),
+          code='''
+_STREAM = []
+def softmax(x):
+    if not _STREAM:
+        _STREAM.append(torch.cuda.Stream())
+    with torch.cuda.stream(_STREAM[0]):
+        return _honest(x)
+'''),
     Cheat("patched-timer", "patches time.perf_counter at import (time runs at a tenth)", code='''
 import time
 _real = time.perf_counter
