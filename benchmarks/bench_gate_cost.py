@@ -23,10 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def workspace(dest: Path, helix_root: Path, backend: str) -> Path:
     shutil.copytree(ROOT / "examples" / "softmax", dest)
-    shutil.copy(dest / "candidates" / "round-1.py", dest / "round1.py")
     run(helix_root, dest, backend, "prepare-baseline", ".")
     (dest / "opt-round-1").mkdir()
-    shutil.copy(dest / "round1.py", dest / "opt-round-1" / "opt_softmax.py")
+    shutil.copy(dest / "candidates" / "round-1.py", dest / "opt-round-1" / "opt_softmax.py")
     return dest
 
 
