@@ -75,7 +75,7 @@ def test_derives_paths_metric_statuses_parent_and_writes_a_loadable_state(
     assert found.state is not None and not found.issues, found.issues
     summary = (rdir / "summary.md").read_text()
     assert "Hypothesis: hoist mask" in summary and "geomean speedup (ratio of means) 1.25x" in summary
-    assert "Parent: opt-round-1" in summary
+    assert "Parent: baseline" in summary
 
 
 @pytest.mark.parametrize(("cases", "expected"), [
