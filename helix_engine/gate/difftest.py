@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.gate.harness import DiffCase, TracedTest, fresh_seed
-from helix_engine.gate.opclient import OperatorClient, OperatorFailed
+from helix_engine.gate.opclient import OperatorClient, OperatorFailed, start_clients
 from helix_engine.gate.sides import CallResult, Finding, Sides, behaviour_findings, write_findings
 
 
@@ -58,7 +58,7 @@ def run_test_gate(request: dict[str, Any], backend: Any, events: Any) -> dict[st
     rc, raised = 0, None
     clients: dict[str, OperatorClient] = {}
     try:
-        clients = {s: OperatorClient(s, files[s], backend) for s in labels}  # type: ignore[arg-type]
+        clients = start_clients({s: files[s] for s in labels}, backend)  # type: ignore[misc]
         from helix_engine.workspace import layout
 
         sides = Sides(test, clients, layout.workspace_of(operator_file))

@@ -94,12 +94,15 @@ class OperatorClient:
     it; the process itself is never told)."""
 
     def __init__(self, label: str, operator_file: Path, backend: Any) -> None:
+        """Start the process and send it the operator to import; ``ready()`` waits for the answer
+        (so that several processes start side by side: ``start_clients``)."""
         self.label = label
         self.copy = private_copy(operator_file, label)
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "helix_engine.gate.opproc", str(to_child_r), str(from_child_w)],
+            [sys.executable, "-m", "helix_engine.gate.opproc", str(to_child_r), str(from_child_w), backend.name,
+             backend.device_str],
             pass_fds=(to_child_r, from_child_w), cwd=str(self.copy.folder), env=operator_environment(),
             stdin=subprocess.DEVNULL)
         os.close(to_child_r)
@@ -107,9 +110,17 @@ class OperatorClient:
         self.wfd, self.rfd = to_child_w, from_child_r
         self.sent_steps = 0
         self.original = Path(operator_file).resolve()
+        self.hello: dict[str, Any] | None = None
+        self.closed = False
+        with contextlib.suppress(wire.WireError):  # a process that died is reported by ready()
+            wire.send(self.wfd, {"cmd": "hello", "operator_file": str(self.copy.operator)})
+
+    def ready(self) -> dict[str, Any]:
+        """The answer to hello: the operator imported (raises what importing it raised)."""
+        if self.hello is not None:
+            return self.hello
         try:
-            self.hello = self.ask({"cmd": "hello", "backend": backend.name, "device_str": backend.device_str,
-                                   "operator_file": str(self.copy.operator)})
+            self.hello = self._answer()[0]
         except OperatorFailed as exc:
             self.close()
             if exc.user_code_error is not None:  # named by the user's file, not by the private copy
@@ -118,14 +129,22 @@ class OperatorClient:
                 raise UserCodeError.from_exception_text(exc.user_code_error, self.copy.operator,
                                                         self.original) from None
             raise
+        return self.hello
 
     def ask(self, msg: dict[str, Any], blob: bytes = b"") -> dict[str, Any]:
         reply, _ = self.ask_blob(msg, blob)
         return reply
 
     def ask_blob(self, msg: dict[str, Any], blob: bytes = b"") -> tuple[dict[str, Any], bytes]:
+        self.ready()
         try:
             wire.send(self.wfd, msg, blob)
+        except wire.WireError:
+            pass  # the process is gone: its ending is read below
+        return self._answer()
+
+    def _answer(self) -> tuple[dict[str, Any], bytes]:
+        try:
             reply, out = wire.recv(self.rfd)
         except wire.WireError:
             code = self.proc.poll()
@@ -152,20 +171,49 @@ class OperatorClient:
         return time.perf_counter() - start, reply
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            wire.send(self.wfd, {"cmd": "exit"})
+        """End the process: killed, as it has nothing left to say (everything it reported came
+        through the pipe) and its exit handlers are the operator's code too; a graceful exit
+        would spend a second or more in torch's teardown. Closing twice does nothing."""
+        if self.closed:
+            return
+        self.closed = True
         for fd in (self.wfd, self.rfd):
             with contextlib.suppress(Exception):
                 os.close(fd)
-        try:
-            self.proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
+        with contextlib.suppress(Exception):
             self.proc.kill()
-            with contextlib.suppress(Exception):
-                self.proc.wait(timeout=5.0)
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=10.0)
         _remove(self.copy.folder)
 
 
+def start_clients(files: dict[str, Path], backend: Any, ready: bool = True) -> dict[str, OperatorClient]:
+    """One operator process per entry, started side by side; with ``ready``, each imported and
+    ready (``ready_all``). If one fails, all are closed."""
+    clients: dict[str, OperatorClient] = {}
+    try:
+        for label, path in files.items():
+            clients[label] = OperatorClient(label, path, backend)
+        if ready:
+            ready_all(clients)
+    except BaseException:
+        close_all(clients)
+        raise
+    return clients
+
+
+def ready_all(clients: dict[str, OperatorClient]) -> None:
+    try:
+        for client in clients.values():
+            client.ready()
+    except BaseException:
+        close_all(clients)
+        raise
+
+
+def close_all(clients: dict[str, OperatorClient]) -> None:
+    for client in clients.values():
+        client.close()
 def _ending(code: int | None) -> str:
     if code is None:
         return "stopped answering"

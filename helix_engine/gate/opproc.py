@@ -1,4 +1,4 @@
-"""The operator's own process: ``python -m helix_engine.gate.opproc IN_FD OUT_FD``.
+"""The operator's own process: ``python -m helix_engine.gate.opproc IN_FD OUT_FD BACKEND DEVICE``.
 
 It imports one operator file (a private copy the supervisor made) and nothing of the judge: no
 harness, no reference, no comparison, no files of record. It replays the calls the supervisor
@@ -118,25 +118,29 @@ class OperatorProcess:
         self.coverage: Any = None
 
     # ------------------------------------------------------------------------ commands
-    def hello(self, msg: dict[str, Any]) -> dict[str, Any]:
+    def start(self, backend: str, device_str: str) -> None:
+        """The backend set up and torch (and triton) imported, before the supervisor's hello
+        names the operator: the start-up of several operator processes overlaps."""
         from helix_engine.eval.childlib import setup_backend
-        from helix_engine.eval.loader import import_file
 
-        self.backend = setup_backend({"backend": msg["backend"], "device_str": msg["device_str"]})
+        self.backend = setup_backend({"backend": backend, "device_str": device_str})
         self.device = self.backend.device_str
         import torch  # noqa: F401 - imported before the operator: its threads are not the operator's
 
-        if msg["backend"] == "cpu" or msg.get("import_triton"):
-            try:
-                import triton  # noqa: F401
-            except ImportError:
-                pass
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            pass
         self.base_threads = {t.ident for t in threading.enumerate()}
+
+    def hello(self, msg: dict[str, Any]) -> dict[str, Any]:
+        from helix_engine.eval.loader import import_file
+
         sys.addaudithook(AUDIT)
         AUDIT.armed = True
         module = import_file(Path(msg["operator_file"]))
         self.env = {0: module}
-        self.coverage = _coverage(module) if msg["backend"] == "cpu" else None
+        self.coverage = _coverage(module) if self.backend.name == "cpu" else None
         return {"threads": self._new_threads()}
 
     def refill(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -341,7 +345,9 @@ def _same_bits(a: Any, b: Any) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    return OperatorProcess(int(args[0]), int(args[1])).serve()
+    op = OperatorProcess(int(args[0]), int(args[1]))
+    op.start(args[2], args[3])
+    return op.serve()
 
 
 if __name__ == "__main__":

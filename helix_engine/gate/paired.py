@@ -23,7 +23,7 @@ from typing import Any
 
 from helix_engine.eval.interleave import merge, plan
 from helix_engine.gate.harness import TracedBench, fresh_seed
-from helix_engine.gate.opclient import OperatorClient, OperatorFailed
+from helix_engine.gate.opclient import OperatorClient, OperatorFailed, close_all, ready_all, start_clients
 from helix_engine.gate.sides import CallResult, Finding, Sides, finite_samples, judge_call
 
 SIDES = ("reference", "candidate")
@@ -42,13 +42,23 @@ def _caps(request: dict[str, Any], warmup: int, repeats: int) -> tuple[int, int]
 
 
 def run_paired_gate(request: dict[str, Any], backend: Any, events: Any, make_record: Any) -> dict[str, Any]:
+    bench_file = Path(request["bench_file"])
+    files = {"candidate": Path(request["operator_file"]), "reference": Path(request["reference_operator_file"])}
+    clients = start_clients(files, backend, ready=False)  # they start up while the harness loads here
+    try:
+        bench = TracedBench(bench_file, files["candidate"])
+        return _run_paired(request, backend, events, make_record, bench, files, clients)
+    finally:
+        close_all(clients)
+
+
+def _run_paired(request: dict[str, Any], backend: Any, events: Any, make_record: Any, bench: TracedBench,
+                files: dict[str, Path], clients: dict[str, OperatorClient]) -> dict[str, Any]:
     from helix_engine.eval.loader import HarnessContractError
     from helix_engine.eval.timing import CaseTiming
     from helix_engine.perf.context import ContextProbe
 
-    bench_file = Path(request["bench_file"])
-    files = {"candidate": Path(request["operator_file"]), "reference": Path(request["reference_operator_file"])}
-    bench = TracedBench(bench_file, files["candidate"])
+    bench_file = bench.file
     mode = request["bench_mode"]
     accuracy_mode = request.get("accuracy_mode")
     wanted = request.get("case_ids")
@@ -60,7 +70,7 @@ def run_paired_gate(request: dict[str, Any], backend: Any, events: Any, make_rec
         device_name = backend.device_name()
     except Exception:  # noqa: BLE001 - a name is nice to have
         device_name = backend.name
-    clients = {side: OperatorClient(side, files[side], backend) for side in SIDES}
+    ready_all(clients)
     from helix_engine.workspace import layout
 
     sides = Sides(bench, clients, layout.workspace_of(files["candidate"]))
