@@ -34,8 +34,11 @@ def main() -> int:
     try:
         ws = scratch / "ws"
         shutil.copytree(ROOT / "examples" / "softmax", ws)
-        subprocess.run([sys.executable, "-m", "helix_engine", "prepare-baseline", "."], cwd=ws, env=env, check=True,
-                       capture_output=True)
+        prep = subprocess.run([sys.executable, "-m", "helix_engine", "prepare-baseline", "."], cwd=ws, env=env,
+                              capture_output=True, text=True, check=False)
+        if prep.returncode:
+            print(f"prepare-baseline failed:\n{prep.stdout[-3000:]}{prep.stderr[-3000:]}")
+            return 1
         (ws / "opt-round-1").mkdir()
         shutil.copy(ws / "candidates" / "round-1.py", ws / "opt-round-1" / "opt_softmax.py")
         from helix_engine.eval.backends import get_backend
@@ -62,6 +65,7 @@ def main() -> int:
         print(f"worker: exit {proc.returncode}, {wall:.2f} s wall")
         if proc.returncode:
             print(proc.stdout[-3000:], proc.stderr[-3000:])
+            return 1
         _events(events, start)
         stats = pstats.Stats(str(prof))
         stats.sort_stats("cumulative").print_stats(args.top)

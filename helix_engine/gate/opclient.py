@@ -97,6 +97,8 @@ class OperatorClient:
         """Start the process and send it the operator to import; ``ready()`` waits for the answer
         (so that several processes start side by side: ``start_clients``)."""
         self.label = label
+        self.backend_name: str = backend.name
+        self.device_str: str = backend.device_str
         self.copy = private_copy(operator_file, label)
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
@@ -170,20 +172,30 @@ class OperatorClient:
         reply = self.ask(msg)
         return time.perf_counter() - start, reply
 
+    def request_exit(self) -> None:
+        """Ask the process to let go of what it holds (shared device memory) and end at once."""
+        if not self.closed:
+            with contextlib.suppress(Exception):
+                wire.send(self.wfd, {"cmd": "exit"})
+
     def close(self) -> None:
-        """End the process: killed, as it has nothing left to say (everything it reported came
-        through the pipe) and its exit handlers are the operator's code too; a graceful exit
-        would spend a second or more in torch's teardown. Closing twice does nothing."""
+        """End the process: asked to exit (``os._exit`` after letting go of shared memory: its
+        exit handlers are the operator's code, and torch's teardown takes a second), then killed
+        if it has not within a second. Closing twice does nothing."""
         if self.closed:
             return
+        self.request_exit()
         self.closed = True
         for fd in (self.wfd, self.rfd):
             with contextlib.suppress(Exception):
                 os.close(fd)
-        with contextlib.suppress(Exception):
-            self.proc.kill()
-        with contextlib.suppress(Exception):
-            self.proc.wait(timeout=10.0)
+        try:
+            self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(Exception):
+                self.proc.kill()
+            with contextlib.suppress(Exception):
+                self.proc.wait(timeout=10.0)
         _remove(self.copy.folder)
 
 
@@ -212,6 +224,8 @@ def ready_all(clients: dict[str, OperatorClient]) -> None:
 
 
 def close_all(clients: dict[str, OperatorClient]) -> None:
+    for client in clients.values():
+        client.request_exit()  # all of them at once, then each waited for
     for client in clients.values():
         client.close()
 def _ending(code: int | None) -> str:

@@ -116,6 +116,7 @@ class OperatorProcess:
         self.device = "cpu"
         self.base_threads: set[int | None] = set()
         self.coverage: Any = None
+        self.staged: Any = None
 
     # ------------------------------------------------------------------------ commands
     def start(self, backend: str, device_str: str) -> None:
@@ -168,16 +169,32 @@ class OperatorProcess:
             return {"stored": None}
         return {"stored": self.coverage.stored_elements(), "launches": self.coverage.launches()}
 
+    def staging(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The buffer the supervisor shares for the outputs of checked calls (gate/devshare.py)."""
+        from helix_engine.gate.devshare import adopt
+
+        self.staged = adopt(msg["desc"])
+        return {}
+
     def setup(self, msg: dict[str, Any]) -> dict[str, Any]:
         run_steps(msg["steps"], self.env, [], self.device)
         return {}
 
     def inputs(self, msg: dict[str, Any], blob: bytes) -> dict[str, Any]:
-        tensors = wire.decode_blob(blob)
+        if isinstance(msg.get("shared"), list):  # the supervisor's device memory (gate/devshare.py)
+            from helix_engine.gate.devshare import adopt
+
+            tensors = [adopt(d) for d in msg["shared"]]
+        else:
+            tensors = wire.decode_blob(blob)
         if not isinstance(tensors, list):
             raise ValueError("inputs are not a list")
         for name in msg.get("drop") or []:
             self.sets.pop(str(name), None)
+        if msg.get("drop") and self.backend.name == "cuda":
+            import torch
+
+            torch.cuda.ipc_collect()
         self.sets[str(msg["name"])] = (tensors, {"steps": msg["steps"], "output": msg["output"]})
         return {}
 
@@ -230,8 +247,16 @@ class OperatorProcess:
         notes["thread_starts"] = AUDIT.thread_starts
         notes["writes"] = list(AUDIT.writes)
         notes["output_numel"] = sum(v.numel() for v in leaves if isinstance(v, torch.Tensor))
-        plain = _plain(out)
-        return notes, wire.encode_blob(plain)
+        if msg.get("staged") and self.staged is not None:
+            from helix_engine.gate.devshare import stage
+
+            layout, nbytes = stage(out, self.staged)
+            if layout is not None:
+                notes["layout"] = layout
+                return notes, b""
+            if nbytes:
+                notes["need"] = nbytes
+        return notes, wire.encode_blob(_plain(out))
 
     def _new_threads(self) -> list[str]:
         return sorted(t.name for t in threading.enumerate() if t.ident not in self.base_threads and t.is_alive())
@@ -240,15 +265,26 @@ class OperatorProcess:
     def serve(self) -> int:
         handlers = {"hello": self.hello, "setup": self.setup, "begin": self.begin,
                     "once": self.once, "noop": lambda msg: {},
-                    "refill": self.refill, "covered": self.covered}
+                    "refill": self.refill, "covered": self.covered, "staging": self.staging}
         while True:
             try:
                 msg, blob = wire.recv(self.rfd)
             except wire.WireError:
                 return 0
             kind = msg.get("cmd")
-            if kind == "exit":
-                return 0
+            if kind == "exit":  # shared memory let go of (the supervisor's), then out without teardown
+                self.sets.clear()
+                self.slot = self.staged = None
+                if self.backend is not None and self.backend.name == "cuda":
+                    import gc
+
+                    import torch
+
+                    gc.collect()
+                    torch.cuda.synchronize()
+                    torch.cuda.ipc_collect()
+                sys.stdout.flush()
+                os._exit(0)
             try:
                 if kind == "inputs":
                     reply, out_blob = self.inputs(msg, blob), b""

@@ -73,7 +73,7 @@ def _run_paired(request: dict[str, Any], backend: Any, events: Any, make_record:
     ready_all(clients)
     from helix_engine.workspace import layout
 
-    sides = Sides(bench, clients, layout.workspace_of(files["candidate"]))
+    sides = Sides(bench, clients, layout.workspace_of(files["candidate"]), outputs_on_device=True)
     probe = ContextProbe.start(backend)
     findings: list[Finding] = []
     records: list[dict[str, Any]] = []

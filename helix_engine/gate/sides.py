@@ -9,12 +9,13 @@ storage, an input changed by the call, threads left running. Each is a ``Finding
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helix_engine.gate import wire
+from helix_engine.gate import devshare, wire
 from helix_engine.gate.harness import TracedHarness
 from helix_engine.gate.opclient import OperatorClient, OperatorFailed
 from helix_engine.gate.recorder import CallProgram
@@ -59,20 +60,42 @@ def calls_for(mode: str, reps: int) -> int:
 
 class Sides:
     def __init__(self, harness: TracedHarness, clients: dict[str, OperatorClient],
-                 workspace: Path | None = None) -> None:
+                 workspace: Path | None = None, outputs_on_device: bool = False) -> None:
+        """``outputs_on_device``: fetched outputs stay on the GPU (a paired bench compares them
+        there); else they come back as CPU tensors (a test archives them)."""
         self.harness = harness
         self.workspace = workspace
         self.clients = clients
         #: per side, (supervisor's round trip µs, the operator's own µs) of each perf-counter call
         self.walls: dict[str, list[tuple[float, float]]] = {}
+        #: per side, its shared device memory (CUDA: gate/devshare.py); absent: the pipe carries tensors
+        self.arenas: dict[str, devshare.SideArena] = {}
+        self.device: str | None = None
+        for side, client in clients.items():
+            if devshare.usable(client.backend_name):
+                self.arenas[side] = devshare.SideArena(client.device_str)
+            if client.backend_name == "cuda" and outputs_on_device:  # (the NPU's lack float64: the CPU)
+                self.device = client.device_str
+        self._input_bytes = 0
+        self._need: dict[str, int] = {}
 
     def load(self, name: str, program: CallProgram, drop: list[str] | tuple[str, ...] = ()) -> None:
-        blob = wire.encode_blob(program.tensors)
+        blob: bytes | None = None
         head = program.header()
+        self._input_bytes = tensor_bytes(program.tensors)
         for side, client in self.clients.items():
             steps = self.harness.new_steps(side)
             if steps:
                 client.ask({"cmd": "setup", "steps": steps})
+            arena = self.arenas.get(side)
+            shared = None
+            if arena is not None:
+                arena.drop(drop)
+                shared = arena.share_inputs(name, program.tensors)
+            if shared is not None:
+                client.ask({"cmd": "inputs", "name": name, "drop": list(drop), "shared": shared, **head})
+                continue
+            blob = wire.encode_blob(program.tensors) if blob is None else blob
             client.ask({"cmd": "inputs", "name": name, "drop": list(drop), **head}, blob)
 
     def slot(self, side: str, name: str, program: CallProgram, mode: str | None, reps: int,
@@ -119,10 +142,24 @@ class Sides:
         return found
 
     def fetch(self, side: str, index: int) -> CallResult:
-        notes, blob = self.clients[side].ask_blob({"cmd": "fetch", "index": index})
+        """The outputs of the slot's ``index``-th kept call, as the supervisor's own tensors on
+        the device they were made on (staged in shared memory where there is one, else piped)."""
+        client, arena = self.clients[side], self.arenas.get(side)
+        msg: dict[str, Any] = {"cmd": "fetch", "index": index}
+        if arena is not None:
+            desc = arena.staging_for(max(2 * self._input_bytes, self._need.get(side, 0)))
+            if desc is not None:
+                client.ask({"cmd": "staging", "desc": desc})
+            msg["staged"] = True
+        notes, blob = client.ask_blob(msg)
+        if isinstance(notes.get("need"), int):
+            self._need[side] = int(notes["need"])
         try:
-            return CallResult(wire.decode_blob(blob), notes)
-        except wire.WireError as exc:
+            if arena is not None and "layout" in notes:
+                staged = arena.read_staged(notes.pop("layout"))
+                return CallResult(staged if self.device else devshare.to_cpu(staged), notes)
+            return CallResult(wire.decode_blob(blob, self.device), notes)
+        except (wire.WireError, devshare.LayoutError) as exc:
             return CallResult(None, notes, str(exc))
 
     def close(self) -> None:
@@ -188,21 +225,24 @@ def write_findings(case: str, notes: dict[str, Any], workspace: Path | None) -> 
     """Files the candidate's process opened for writing (or removed, renamed) inside the workspace."""
     if workspace is None:
         return []
-    root = Path(workspace).resolve()
-    inside: list[str] = []
-    for raw in notes.get("writes") or []:
-        if not isinstance(raw, str):
-            continue
-        try:
-            path = Path(raw).resolve()
-            inside.append(path.relative_to(root).as_posix())
-        except (ValueError, OSError):
-            continue
+    inside = _inside(str(Path(workspace).resolve()), tuple(w for w in notes.get("writes") or [] if isinstance(w, str)))
     if not inside:
         return []
     shown = ", ".join(clean(p) for p in inside[:5]) + (" …" if len(inside) > 5 else "")
     return [Finding("workspace-write", case, f"the candidate's process wrote to the workspace ({shown}): an operator "
                                              "has no business with the files of record")]
+
+
+@functools.lru_cache(maxsize=64)
+def _inside(root: str, writes: tuple[str, ...]) -> list[str]:
+    """The paths of ``writes`` inside ``root`` (the same list comes back with every fetch)."""
+    out: list[str] = []
+    for raw in writes:
+        try:
+            out.append(Path(raw).resolve().relative_to(root).as_posix())
+        except (ValueError, OSError):
+            continue
+    return out
 
 
 def coverage_finding(case: str, cand: dict[str, Any], ref: dict[str, Any]) -> list[Finding]:
