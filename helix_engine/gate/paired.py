@@ -24,9 +24,19 @@ from typing import Any
 from helix_engine.eval.interleave import merge, plan
 from helix_engine.gate.harness import TracedBench, fresh_seed
 from helix_engine.gate.opclient import OperatorClient, OperatorFailed, close_all, ready_all, start_clients
-from helix_engine.gate.sides import CallResult, Finding, Sides, finite_samples, judge_call
+from helix_engine.gate.sides import (
+    CallResult,
+    Finding,
+    Sides,
+    finite_samples,
+    judge_call,
+    kernel_share,
+    kernel_share_finding,
+)
 
 SIDES = ("reference", "candidate")
+#: modes whose timings say which kernels ran (the share of device time in the operator's own)
+PROFILER_MODES = frozenset({"torch-profiler", "torch-npu-profiler"})
 
 
 def sha256_file(path: Path) -> str:
@@ -79,6 +89,8 @@ def _run_paired(request: dict[str, Any], backend: Any, events: Any, make_record:
     records: list[dict[str, Any]] = []
     reference_records: list[dict[str, Any]] = []
     paired_cases: list[dict[str, Any]] = []
+    #: per case, the share of each side's profiled device time in its own file's kernels
+    shares: dict[str, dict[str, float | None]] = {}
     from helix_engine.eval.loader import resolve_kernels
 
     shims = {side: _RecordHarness(bench, *resolve_kernels(files[side], bench.metadata)) for side in SIDES}
@@ -115,6 +127,8 @@ def _run_paired(request: dict[str, Any], backend: Any, events: Any, make_record:
                 out.append(make_record(case.id, shims[side], mode, timing, error, wall, backend, device_name,
                                        context=context))
             paired_cases.append({"case_label": case.id, "block_reps": k, "slots": slots if not errors else []})
+            if mode in PROFILER_MODES:
+                shares[case.id] = {side: kernel_share(timings[side]) for side in SIDES}
             events.case_finished(case.id, records[-1])
             events.progress(index + 1, len(cases))
     finally:
@@ -122,7 +136,7 @@ def _run_paired(request: dict[str, Any], backend: Any, events: Any, make_record:
     gate = {"findings": [f.to_json() for f in findings], "split": True, "bench_mode": mode,
             "files": {"operator": clients["candidate"].copy.sha256, "reference": clients["reference"].copy.sha256,
                       "bench": sha256_file(bench_file)},
-            "case_ids": [c.id for c in cases], "all_cases": not wanted}
+            "case_ids": [c.id for c in cases], "all_cases": not wanted, "kernel_share": shares}
     return {"records": records, "reference_records": reference_records, "paired_cases": paired_cases,
             "kernel_names": bench.kernel_names, "kernel_source": bench.kernel_source, "gate": gate}
 
@@ -179,6 +193,8 @@ def _run_case(sides: Sides, bench: TracedBench, case: Any, mode: str, warmup: in
         if found:
             break  # the case has failed: measuring more of it proves nothing
     found += sides.clock_findings(case.id)
+    if mode in PROFILER_MODES and not found:
+        found += kernel_share_finding(case.id, timings["candidate"], timings["reference"], kernel_names["candidate"])
     return _unique(found)
 
 

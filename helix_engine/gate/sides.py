@@ -262,6 +262,48 @@ def coverage_finding(case: str, cand: dict[str, Any], ref: dict[str, Any]) -> li
                                               f"{cand.get('output_numel')}: the result is computed by something else")]
 
 
+#: below this share of a call's device time in the operator file's own kernels, a round is a fallback
+MIN_KERNEL_SHARE = 0.5
+
+
+def kernel_share(timings: list[dict[str, Any]]) -> float | None:
+    """The share of the profiled device time of a side's slots spent in the operator file's own
+    kernels (profiler modes: each slot's matched-kernel and all-op averages); None when unknown."""
+    kernel = total = 0.0
+    for t in timings:
+        k, n = t.get("kernel_avg_us"), t.get("total_op_avg_us")
+        if not isinstance(n, (int, float)) or not math.isfinite(n) or n <= 0:
+            return None
+        kernel += float(k) if isinstance(k, (int, float)) and math.isfinite(k) else 0.0
+        total += float(n)
+    return min(1.0, kernel / total) if total > 0 else None
+
+
+def kernel_share_finding(case: str, cand: list[dict[str, Any]], ref: list[dict[str, Any]],
+                         kernel_names: list[str]) -> list[Finding]:
+    """Pure PyTorch fallback under a profiler: most of the candidate's device time is in kernels
+    its file does not define (ATen, cuBLAS, a library's), where the reference's is not."""
+    from helix_engine.eval.timing import is_kernel_op
+
+    mine, theirs = kernel_share(cand), kernel_share(ref)
+    if mine is None or mine >= MIN_KERNEL_SHARE or (theirs is not None and theirs < MIN_KERNEL_SHARE):
+        return []
+    others: dict[str, float] = {}
+    for t in cand:
+        for op in t.get("ops") or []:
+            name = str(op.get("op_type", ""))
+            if name and not is_kernel_op(name, kernel_names) and isinstance(op.get("avg_time_us"), (int, float)):
+                others[name] = others.get(name, 0.0) + float(op["avg_time_us"])
+    top = sorted(others, key=lambda n: -others[n])[:3]
+    shown = f" (most of it in {', '.join(clean(n)[:60] for n in top)})" if top else ""
+    return [Finding("pytorch-fallback", case, f"pure PyTorch fallback: the operator file's kernels "
+                                              f"({', '.join(kernel_names[:4]) or 'none'}) took {mine:.0%} of the "
+                                              f"candidate's device time{shown}; the reference's took "
+                                              f"{'an unknown share' if theirs is None else f'{theirs:.0%}'}: the result "
+                                              "is computed by something else, and the timer counts only those "
+                                              "kernels")]
+
+
 def _count(value: Any) -> int:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else 0
 
