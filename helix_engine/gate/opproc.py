@@ -142,6 +142,8 @@ class OperatorProcess:
         module = import_file(Path(msg["operator_file"]))
         self.env = {0: module}
         self.coverage = _coverage(module) if self.backend.name == "cpu" else None
+        if self.coverage is not None:
+            self.coverage.counting = False
         return {"threads": self._new_threads()}
 
     def refill(self, msg: dict[str, Any]) -> dict[str, Any]:
@@ -162,11 +164,13 @@ class OperatorProcess:
         self.slot.kept.clear()
         if self.coverage is not None:
             self.coverage.reset()
+            self.coverage.counting = True  # for the probe's call only (until ``covered``)
         return {}
 
     def covered(self, msg: dict[str, Any]) -> dict[str, Any]:
         if self.coverage is None:
             return {"stored": None}
+        self.coverage.counting = False
         return {"stored": self.coverage.stored_elements(), "launches": self.coverage.launches()}
 
     def staging(self, msg: dict[str, Any]) -> dict[str, Any]:
