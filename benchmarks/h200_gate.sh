@@ -13,9 +13,9 @@ for part in ${PART:-selftest}; do
   case "$part" in
     profile) timeout "${PROFILE_TIMEOUT:-240}" python3 benchmarks/profile_gate.py --backend cuda --top "${TOP:-45}" 2>&1 \
                | tee "$OUT/gate-profile-cuda.log" || exit 1 ;;
-    selftest) timeout "${SELFTEST_TIMEOUT:-540}" python3 -m helix_engine selftest --backend cuda --jobs 1 \
+    selftest) timeout "${SELFTEST_TIMEOUT:-540}" python3 -m helix_engine selftest --backend cuda --jobs "${SELFTEST_JOBS:-1}" \
                 --only cached-output --only lazy-tensor --only work-on-a-thread --only side-stream \
-                --only test-shapes-only --only every-20th-call-wrong 2>&1 | tee "$OUT/selftest-cuda.log" ;;
+                --only test-shapes-only --only every-20th-call-wrong ${SELFTEST_MORE:-} 2>&1 | tee "$OUT/selftest-cuda.log" ;;
     cost) timeout "${COST_TIMEOUT:-540}" python3 benchmarks/bench_gate_cost.py --backend cuda --pairs "${PAIRS:-3}" \
             --old-tree .old_helix 2>&1 | tee "$OUT/gate-cost-cuda.log" ;;
     examples) for ex in softmax layernorm matmul; do  # honest rounds through the gate: round 1 promoted

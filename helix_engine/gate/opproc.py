@@ -203,14 +203,16 @@ class OperatorProcess:
         return {}
 
     def begin(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """A slot on input set ``name``; with ``mode`` an in-process timer runs it at once."""
+        """A slot on input set ``name``: its per-call copies made, its calls compiled (no call)."""
         tensors, program = self.sets[str(msg["name"])]
         self.slot = Slot(self, tensors, program, int(msg.get("sets", 1)), int(msg.get("keep", 1)))
-        mode = msg.get("mode")
-        if not mode:
-            return {}
-        timing = _time(mode, self.slot, int(msg.get("reps", 1)), self.backend, list(msg.get("kernel_names") or []),
-                       str(msg.get("case_id") or "case"))
+        return {}
+
+    def timed(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The current slot's calls under the in-process timer ``mode``."""
+        assert self.slot is not None
+        timing = _time(str(msg["mode"]), self.slot, int(msg.get("reps", 1)), self.backend,
+                       list(msg.get("kernel_names") or []), str(msg.get("case_id") or "case"))
         return {"samples_us": timing.samples_us, "kernel_avg_us": timing.kernel_avg_us,
                 "total_op_avg_us": timing.total_op_avg_us, "ops": timing.ops, "error_message": timing.error_message,
                 "calls": self.slot.calls}
@@ -267,7 +269,7 @@ class OperatorProcess:
 
     # ---------------------------------------------------------------------------- loop
     def serve(self) -> int:
-        handlers = {"hello": self.hello, "setup": self.setup, "begin": self.begin,
+        handlers = {"hello": self.hello, "setup": self.setup, "begin": self.begin, "timed": self.timed,
                     "once": self.once, "noop": lambda msg: {},
                     "refill": self.refill, "covered": self.covered, "staging": self.staging}
         while True:
@@ -296,11 +298,15 @@ class OperatorProcess:
                     reply, out_blob = self.fetch(msg)
                 else:
                     reply, out_blob = handlers[str(kind)](msg), b""
-                wire.send(self.wfd, {"ok": True, **reply}, out_blob)
+                answer: tuple[dict[str, Any], bytes] = ({"ok": True, **reply}, out_blob)
             except BaseException as exc:  # noqa: BLE001 - the operator failing is an answer
                 if isinstance(exc, KeyboardInterrupt):
                     raise
-                wire.send(self.wfd, _error_reply(exc))
+                answer = (_error_reply(exc), b"")
+            try:
+                wire.send(self.wfd, *answer)
+            except wire.WireError:  # the supervisor is done with this process (the other side failed)
+                return 0
 
 
 def _coverage(module: Any) -> Any:

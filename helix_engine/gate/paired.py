@@ -193,6 +193,7 @@ def _run_case(sides: Sides, bench: TracedBench, case: Any, mode: str, warmup: in
         if found:
             break  # the case has failed: measuring more of it proves nothing
     found += sides.clock_findings(case.id)
+    found += sides.unaccounted_findings(case.id)
     if mode in PROFILER_MODES and not found:
         found += kernel_share_finding(case.id, timings["candidate"], timings["reference"], kernel_names["candidate"])
     return _unique(found)

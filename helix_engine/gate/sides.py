@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,8 @@ class Sides:
                 self.device = client.device_str
         self._input_bytes = 0
         self._need: dict[str, int] = {}
+        #: per side and kind of request (inputs, slot, fetch, claimed), µs each took this case
+        self.busy_us: dict[str, dict[str, list[float]]] = {}
 
     def load(self, name: str, program: CallProgram, drop: list[str] | tuple[str, ...] = ()) -> None:
         blob: bytes | None = None
@@ -93,10 +96,23 @@ class Sides:
                 arena.drop(drop)
                 shared = arena.share_inputs(name, program.tensors)
             if shared is not None:
-                client.ask({"cmd": "inputs", "name": name, "drop": list(drop), "shared": shared, **head})
+                self._ask(side, {"cmd": "inputs", "name": name, "drop": list(drop), "shared": shared, **head},
+                          channel="inputs")
                 continue
             blob = wire.encode_blob(program.tensors) if blob is None else blob
-            client.ask({"cmd": "inputs", "name": name, "drop": list(drop), **head}, blob)
+            self._ask(side, {"cmd": "inputs", "name": name, "drop": list(drop), **head}, blob, channel="inputs")
+
+    def _ask(self, side: str, msg: dict[str, Any], blob: bytes = b"", channel: str = "") -> tuple[dict[str, Any], bytes]:
+        """``ask_blob``; with ``channel``, the round trip is noted for ``unaccounted_findings``."""
+        start = time.perf_counter()
+        try:
+            return self.clients[side].ask_blob(msg, blob)
+        finally:
+            if channel:
+                self._note(side, channel, (time.perf_counter() - start) * 1e6)
+
+    def _note(self, side: str, channel: str, us: float) -> None:
+        self.busy_us.setdefault(side, {}).setdefault(channel, []).append(us)
 
     def slot(self, side: str, name: str, program: CallProgram, mode: str | None, reps: int,
              kernel_names: list[str], case_id: str) -> dict[str, Any]:
@@ -105,21 +121,74 @@ class Sides:
         size = max(1, tensor_bytes(program.tensors))
         n_calls = calls_for(mode or "perf-counter", reps)
         copies = max(1, min(n_calls, COPY_BUDGET_BYTES // size))
+        # the slot's copies and compiled calls, then its timed calls: requests apart, so that what
+        # the first takes (no operator call in it) can be held side by side (unaccounted_findings)
+        self._ask(side, {"cmd": "begin", "name": name, "sets": copies, "keep": reps}, channel="prepare")
         if mode in IN_PROCESS_MODES:
-            return client.ask({"cmd": "begin", "name": name, "sets": copies, "keep": reps, "mode": mode,
-                               "reps": reps, "kernel_names": kernel_names, "case_id": case_id})
-        client.ask({"cmd": "begin", "name": name, "sets": copies, "keep": reps})
+            timing, _ = self._ask(side, {"cmd": "timed", "mode": mode, "reps": reps, "kernel_names": kernel_names,
+                                         "case_id": case_id})
+            self._note(side, "claimed", sum(finite_samples(timing.get("samples_us"))))
+            return timing
+        start = time.perf_counter()
         samples: list[float] = []
         for _ in range(reps):
             wall, reply = client.timed_round_trip({"cmd": "once"})
             null, _ = client.timed_round_trip({"cmd": "noop"})  # the pipe's cost now, under the same load
             claimed = reply.get("us")
-            samples.append(float(claimed) if isinstance(claimed, (int, float)) and math.isfinite(claimed) else -1.0)
-            self.walls.setdefault(side, []).append(((wall - null) * 1e6, samples[-1]))
+            work = max(0.0, (wall - null) * 1e6)
+            # the sample is the supervisor's: the call's round trip less an empty one's, on a clock the
+            # operator's process cannot reach (what that process claims is only held to it)
+            samples.append(work)
+            self.walls.setdefault(side, []).append(
+                (work, float(claimed) if isinstance(claimed, (int, float)) and math.isfinite(claimed) else -1.0))
+        self._slot_noted(side, start, samples)
         if mode is None:
             return {}
         mean = sum(samples) / len(samples)
         return {"samples_us": samples, "kernel_avg_us": mean, "total_op_avg_us": mean, "ops": [], "error_message": None}
+
+    def _slot_noted(self, side: str, start: float, samples: Any) -> None:
+        """A slot's round trips less what its timed calls claim, and what they claim (the
+        supervisor's own samples: the whole call, so nothing of it is left in "slot")."""
+        claimed = sum(finite_samples(samples))
+        self._note(side, "slot", (time.perf_counter() - start) * 1e6 - claimed)
+        self._note(side, "claimed", claimed)
+
+    def unaccounted_findings(self, case: str) -> list[Finding]:
+        """Work hidden from the timer. Both sides get the same requests, in turn, on inputs of the
+        same size: receiving an input set, copying it for a slot's calls, running the calls (by the
+        supervisor's clock only: an in-process profiler leaves a call's host time out of what it
+        claims), fetching a call's outputs. What each takes beyond what the timed calls claim is the
+        harness's own cost, the same on both sides, plus whatever the operator does outside its
+        timed calls. Per kind of request,
+        the candidate's i-th less the reference's i-th, taken side by side: the sum of the medians
+        is the work the candidate does outside its timed calls. Held when it is over a millisecond,
+        over four times the spread of those differences (a loaded box's noise), and over a quarter
+        of what the candidate's timed calls of a slot claim."""
+        busy = {side: dict(v) for side, v in self.busy_us.items()}
+        self.busy_us.clear()
+        if not {"candidate", "reference"} <= busy.keys():
+            return []
+        claimed = _median(busy["candidate"].get("claimed") or [0.0])
+        extra, spread, where = 0.0, 0.0, "slot"
+        for channel in ("inputs", "prepare", "slot", "fetch"):
+            diffs = [c - r for c, r in zip(busy["candidate"].get(channel) or [], busy["reference"].get(channel) or [],
+                                           strict=False)]
+            if len(diffs) < 3:
+                continue
+            mid = _median(diffs)
+            mad = _median([abs(d - mid) for d in diffs])
+            if mid > max(1000.0, 3 * mad, claimed) and mid > extra:
+                extra, spread, where = mid, mad, channel
+        if not extra:
+            return []
+        what = {"inputs": "to take an input set", "prepare": "to copy a slot's inputs",
+                "slot": "per slot outside its timed calls", "fetch": "to hand over a call's outputs"}[where]
+        return [Finding("hidden-work", case, f"the candidate's process takes {extra / 1e3:.1f} ms more than the "
+                                             f"reference's {what} (median, side by side; spread "
+                                             f"{spread / 1e3:.1f} ms; its timed calls of a slot claim "
+                                             f"{claimed / 1e3:.1f} ms): work done while inputs are set up, after the "
+                                             "timer stops or when outputs are fetched is work hidden from the timer")]
 
     def clock_findings(self, case: str) -> list[Finding]:
         """The operator's own clock held to the supervisor's: per call, the round trip less the
@@ -144,14 +213,14 @@ class Sides:
     def fetch(self, side: str, index: int) -> CallResult:
         """The outputs of the slot's ``index``-th kept call, as the supervisor's own tensors on
         the device they were made on (staged in shared memory where there is one, else piped)."""
-        client, arena = self.clients[side], self.arenas.get(side)
+        arena = self.arenas.get(side)
         msg: dict[str, Any] = {"cmd": "fetch", "index": index}
         if arena is not None:
             desc = arena.staging_for(max(2 * self._input_bytes, self._need.get(side, 0)))
             if desc is not None:
-                client.ask({"cmd": "staging", "desc": desc})
+                self._ask(side, {"cmd": "staging", "desc": desc})
             msg["staged"] = True
-        notes, blob = client.ask_blob(msg)
+        notes, blob = self._ask(side, msg, channel="fetch")
         if isinstance(notes.get("need"), int):
             self._need[side] = int(notes["need"])
         try:
@@ -310,6 +379,12 @@ def _count(value: Any) -> int:
 
 def _ints(values: Any) -> list[int]:
     return [int(v) for v in values if isinstance(v, int) and not isinstance(v, bool)] if isinstance(values, list) else []
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def finite_samples(samples: Any) -> list[float]:

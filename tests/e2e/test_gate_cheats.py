@@ -26,7 +26,7 @@ def scale_kernel(x_ptr):
 
 
 def _honest(x):
-    time.sleep(0.002)  # a kernel of 2 ms: enough for the supervisor's clock to see a lying timer
+    time.sleep(0.01)  # a kernel of 10 ms: work a loaded box cannot hide in its noise (timer, hidden work)
     return x * 2.0
 
 
@@ -117,6 +117,37 @@ def scale(x):
         fh.write("x")
     return _honest(x)
 """, "wrote to the workspace (scribble.txt)"),
+    "work-at-input-copies": ("""
+_T = type(torch.empty(0))
+_clone = _T.clone
+_STASH = {}
+def _clone_and_compute(self, *a, **k):  # the gate copies each input set per call: do the work then
+    out = _clone(self, *a, **k)
+    if out.dim() == 1 and out.numel() >= 256:
+        _STASH[out.data_ptr()] = _honest(out)
+    return out
+setattr(_T, "clone", _clone_and_compute)
+def scale(x):
+    hit = _STASH.pop(x.data_ptr(), None)
+    return hit if hit is not None else _honest(x)
+""", "work hidden from the timer"),
+    "work-at-fetch": ("""
+import __main__ as _m
+if hasattr(_m, "Slot") and hasattr(_m, "OperatorProcess"):  # the gate's operator process
+    def _nothing(self):
+        index = self.calls % len(self.sets)
+        self.calls += 1
+        self.kept.append((index, None))
+    _fetch = _m.OperatorProcess.fetch
+    def _late(self, msg):  # the deferred calls made when their outputs are asked for
+        kept = self.slot.kept
+        for j, (i, out) in enumerate(list(kept)):
+            if out is None:
+                kept[j] = (i, self.slot.compiled[i]())
+        return _fetch(self, msg)
+    _m.Slot.__call__ = _nothing
+    _m.OperatorProcess.fetch = _late
+""", "work hidden from the timer"),
     "nth-call": ("""
 _N = [0]
 def scale(x):

@@ -268,15 +268,18 @@ def _fork_ops(ws: Path, extra: Path, marker: Path) -> Path:
     return op
 
 
-def test_the_fork_sees_the_jobs_pythonpath_and_runs_its_exit_hooks(served: Path, tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_fork_sees_the_jobs_pythonpath_and_no_operator_exit_hook_runs(served: Path, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The operator runs in the gate's operator process (started by the fork with the job's
+    PYTHONPATH), which ends without running the operator's exit handlers: operator code does not
+    run after the gate has taken its last measurement (gate/opclient.py ``close``)."""
     extra, marker = tmp_path / "extra", tmp_path / "exited"
     extra.mkdir()
     op = _fork_ops(served, extra, marker)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(extra), os.environ.get("PYTHONPATH", "")]))
     out = probe_bench(op, against="baseline", bench_file=served / "bench_softmax.py")
     assert out.exit_code == 0 and out.worker == "warm", out.text
-    assert marker.read_text() == "x"  # the operator's atexit hook ran once, in the fork
+    assert not marker.exists()
 
 
 def test_the_zygote_survives_bad_messages_and_keeps_no_descriptor(served: Path) -> None:
