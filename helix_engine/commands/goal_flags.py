@@ -37,6 +37,18 @@ def parse_rounds(text: str) -> int:
     return value
 
 
+def parse_plausible_bound(text: str) -> float:
+    """argparse type of ``--max-plausible-speedup``: a finite number > 1 (a geomean speedup, e.g. 20)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value > 1):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a plausibility bound; give a speedup greater than 1, "
+                                         "e.g. 20")
+    return value
+
+
 def add_goal_flags(parser: Any) -> None:
     """``--target-speedup`` and ``--max-rounds`` on a command that records them."""
     parser.add_argument("--target-speedup", type=parse_target, default=None, metavar="X",

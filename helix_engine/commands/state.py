@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from helix_engine.commands.goal_flags import add_goal_flags, goals_line, record_from_args
+from helix_engine.commands.goal_flags import add_goal_flags, goals_line, parse_plausible_bound, record_from_args
 from helix_engine.commands.workspace_flag import add_workspace_flag
 from helix_engine.console import print_json
 from helix_engine.workspace.vocabulary import ANALYSIS_POLICIES, ROUND_STRATEGIES
@@ -98,6 +98,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("--accept-findings", metavar="REASON", default=None,
                    help="submit a round the gate holds for review (an anti-cheat lint finding), saying why it is "
                         "honest; the reason is recorded in the ledger")
+    p.add_argument("--accept-implausible", metavar="REASON", default=None,
+                   help="submit a round the gate holds for review because its numbers are implausible (a geomean "
+                        "above the bound of `helix goals --max-plausible-speedup`, default 10x, or a case above the "
+                        "copy peak with a working set larger than the L2), saying why they are real; the reason is "
+                        "recorded in the ledger")
     p.add_argument("--check", action="store_true",
                    help="only say what submit-round would do and what fails; write nothing")
     p.add_argument("--json", action="store_true",
@@ -126,7 +131,11 @@ def register(sub: argparse._SubParsersAction) -> None:  # noqa: SLF001 - argpars
     p.add_argument("workspace", nargs="?", default=".", type=Path, metavar="WORKSPACE",
                    help="the operator workspace (default: the current folder)")
     add_goal_flags(p)
-    p.add_argument("--clear", action="store_true", help="remove both conditions (before setting any given)")
+    p.add_argument("--max-plausible-speedup", type=parse_plausible_bound, default=None, metavar="X",
+                   help="submit-round holds a round whose geomean speedup is above X for review, until "
+                        "`--accept-implausible REASON` (default 10; kept in .helix/goals.json)")
+    p.add_argument("--clear", action="store_true",
+                   help="remove both conditions and the plausibility bound (before setting any given)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_workspace_flag(p)
     p.set_defaults(func=_goals)
@@ -167,20 +176,27 @@ def _goals(args: argparse.Namespace) -> int:
     if not is_workspace(workspace):
         raise HelixError(f"{clean(workspace)} is not an operator workspace; run helix goals in the workspace "
                          "folder or pass it as WORKSPACE")
-    if args.clear or args.target_speedup is not None or args.max_rounds is not None:
+    bound = args.max_plausible_speedup
+    if args.clear or args.target_speedup is not None or args.max_rounds is not None or bound is not None:
         goals: Goals | None = save_goals(workspace, target_speedup=args.target_speedup, max_rounds=args.max_rounds,
-                                         clear=args.clear, source="goals")
+                                         clear=args.clear, source="goals", max_plausible_speedup=bound)
     else:
         goals, problem = load_goals(workspace)
         if problem is not None:
             raise HelixError(problem)
+    from helix_engine.state.plausibility import speedup_bound
+
     shown = _goals_json(goals) if goals is not None else {"target_speedup": None, "max_rounds": None}
+    plausible = speedup_bound(workspace, goals)  # the default when goals.json sets none
     if args.json:
-        print_json({**shown, "path": str(goals_path(workspace))})
+        print_json({**shown, "max_plausible_speedup": plausible, "path": str(goals_path(workspace))})
         return 0
     print(goals_line(goals) if goals is not None and goals.any else
           "Session goals: none set; submit-round gives no stop signal of its own (set them with "
           "`helix goals --target-speedup X --max-rounds N`).")
+    custom = goals is not None and goals.max_plausible_speedup is not None
+    print(f"Plausibility bound: submit-round holds a round whose geomean speedup is above {plausible:g}x for review "
+          f"({'.helix/goals.json' if custom else 'the default'}; `helix goals --max-plausible-speedup X` sets it)")
     if os.environ.get(MIN_SPEEDUP_ENV) is not None:
         print(f"Note: {MIN_SPEEDUP_ENV}={clean(os.environ[MIN_SPEEDUP_ENV])} is set and overrides the target")
     return 0
@@ -228,6 +244,7 @@ def _submit_round(args: argparse.Namespace) -> int:
     payload, code = submit_round(
         Path(args.round_dir), current_round=args.current_round, final_round=args.final_round,
         optimize_target=args.optimize_target, accept_findings=args.accept_findings,
+        accept_implausible=args.accept_implausible,
     )
     print_json(payload)
     return code
@@ -261,7 +278,10 @@ def _round_state(args: argparse.Namespace) -> int:
     from helix_engine.workspace import layout
 
     round_dir = Path(args.round_dir)
-    round_fill.round_workspace(round_dir)
+    ws, _ = round_fill.round_workspace(round_dir)
+    from helix_engine.state.seals import require_baseline_intact
+
+    require_baseline_intact(ws)  # statuses judged against a changed baseline are judged on nothing
     evidence = [e.strip() for e in str(args.evidence).split(",") if e.strip()]
     if not evidence:
         raise HelixError("--evidence is empty; name what the round's decision rests on, e.g. --evidence benchmark,profile")
@@ -277,6 +297,7 @@ def _round_state(args: argparse.Namespace) -> int:
             round_dir, derived.fields, round=round_dir.resolve().name, hypothesis=args.hypothesis.strip(),
             evidence_sources=evidence, parent_round=parent, correctness_status=args.correctness,
             benchmark_status=args.benchmark, effective_metric_source=args.metric_source,
+            self_reported_statuses=round_fill.self_reported(derived, args.correctness, args.benchmark),
         )
     except ValueError as exc:
         raise HelixError(f"{exc}; pass the field explicitly (see helix round-state --help)") from None

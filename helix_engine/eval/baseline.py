@@ -136,5 +136,5 @@ def _submit(base_dir: Path) -> tuple[dict[str, Any] | None, int]:
         from helix_engine.state.lifecycle import submit_baseline
     except ImportError as exc:
         return {"status": "fail", "guideline": f"submit-baseline is unavailable ({exc})"}, 1
-    payload, rc = submit_baseline(base_dir)
+    payload, rc = submit_baseline(base_dir, reseal=True)  # snapshotted, tested and benched just now
     return payload, rc

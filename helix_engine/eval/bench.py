@@ -354,6 +354,17 @@ def _refuse_overwriting_a_submitted_round(op: Path) -> None:
                      "or start a new round for a new measurement")
 
 
+def _refuse_changed_records(ws: Path, op: Path, reference: Path | None) -> None:
+    """A round's bench is judged against the accepted baseline, and a reference that is a submitted
+    round against what was submitted: refused when either changed since it was sealed (state/seals.py)."""
+    from helix_engine.state import seals
+
+    if (round_name_of(op) or "").startswith(layout.ROUND_PREFIX):
+        seals.require_baseline_intact(ws)
+    if reference is not None:
+        seals.require_submitted_intact(ws, round_name_of(reference), "the reference of this run-bench")
+
+
 def run_bench(
     operator_file: Path | str,
     bench_file: Path | str | None = None,
@@ -383,6 +394,7 @@ def run_bench(
     from helix_engine.eval.pairedbench import resolve_reference, run_paired_bench
 
     reference = resolve_reference(op, against, baseline_operator_file)
+    _refuse_changed_records(ws, op, reference)
     if reference is not None and paired:
         return run_paired_bench(op, reference, bench, mode, be, ws, output=output, devices=devices,
                                 metric_source=metric_source, skip_latency_errors=skip_latency_errors,

@@ -101,9 +101,13 @@ def run_test(
         raise HelixError(f"unknown accuracy mode {accuracy_mode!r}; use npu-contract or dtype-close")
     if mode == "differential" and not (ref_operator_file or ref_result):
         _require_reference_for_round(op)
+    ws = layout.workspace_of(op)
+    if not held_out and (round_name_of(op) or "").startswith(layout.ROUND_PREFIX):
+        from helix_engine.state.seals import require_baseline_intact
+
+        require_baseline_intact(ws)  # a round is judged against the accepted baseline, or not at all
     delete_pt = _delete_after_compare(op)
     be = resolve_backend(backend)
-    ws = layout.workspace_of(op)
     request: dict[str, Any] = {
         "action": "test", "test_mode": mode, "operator_file": str(op), "test_file": str(test),
         "case_id": case_id, "accuracy_mode": accuracy_mode, "held_out": held_out,

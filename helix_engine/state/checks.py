@@ -54,6 +54,9 @@ class CheckResult:
     best_speedup: float | None = None
     #: helix's continue/stop decision when session goals took part (state/guideline.stop_signal)
     stop_signal: dict[str, Any] | None = None
+    #: holds for review the submitter accepted, each with the reason given (submit-round records
+    #: them in the ledger): state/plausibility.accepted_text
+    accepted: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -296,9 +299,12 @@ def check_round(
     state_data: dict[str, Any] | None = None,
     summary_pending: bool = False,
     accept_findings: str | None = None,
+    accept_implausible: str | None = None,
 ) -> CheckResult:
     """Check one round directory; never writes anything. ``state_data``: check it as if its
-    round-state.json held this (the submit form's values, before they are written)."""
+    round-state.json held this (the submit form's values, before they are written).
+    ``accept_findings`` / ``accept_implausible``: the submitter's reason for a round held for
+    review (anti-cheat lint findings; an implausible geomean or bandwidth, state/plausibility.py)."""
     from helix_engine.state import guideline  # local: guideline imports this module
 
     round_dir = Path(round_dir)
@@ -342,24 +348,32 @@ def check_round(
     launch_issue = continuity.continuity_issue(source, found.operator_path.name)
     if launch_issue is not None:
         return _fail([launch_issue], "continuity", **common)
-    from helix_engine.state.lints import anti_cheat_findings
+    from helix_engine.state.lints import round_anti_cheat_findings
 
-    held = anti_cheat_findings(source, f"{round_dir.name}/{found.operator_path.name}")
+    held = round_anti_cheat_findings(found.operator_path, source, round_dir.name)  # its helpers' too
     if held and accept_findings is None:  # held for review: not promoted until a person says why it is honest
         return _fail([f"held for review: {p}" for p in held[:5]]
                      + ["submit it with `--accept-findings \"why this is honest\"` if it is"],
                      "held", **{**common, "terminal": False})
+    from helix_engine.state import plausibility
+
+    implausible = plausibility.findings(workspace, round_dir, found.perf_path, goals)
+    if implausible and accept_implausible is None:  # too good to be true: not promoted until a person says why
+        return _fail(plausibility.hold_issues(implausible), "held", **{**common, "terminal": False})
     n = layout.round_number(round_dir.name)
     ours = _sequence_issues(workspace, n) or _parent_issues(workspace, n, state)
     if not ours:
         ours = _same_code_issues(workspace, round_dir, state, source, found.operator_path)
     if ours:
         return _fail(ours, "helix", **common)
-    return guideline.build_pass(
+    result = guideline.build_pass(
         round_dir, state, found, baseline_perf, source,
         current_round=current_round, final_round=final_round,
         optimize_target=optimize_target, min_speedup=min_speedup, goals=goals,
     )
+    if implausible and accept_implausible is not None:
+        result.accepted.append(plausibility.accepted_text(accept_implausible, implausible))
+    return result
 
 
 def _comparison_issues(round_dir: Path, state: RoundState, baseline_perf: Path | None) -> list[str]:

@@ -35,6 +35,9 @@ class Goals(FileModel):
     schema_version: int = 1
     target_speedup: float | None = None
     max_rounds: int | None = None
+    #: submit-round holds a round whose geomean is above this for review (state/plausibility.py);
+    #: None: the default bound. Not a stop condition (``any`` ignores it)
+    max_plausible_speedup: float | None = None
     updated_at: str | None = None
     updated_by: str | None = None
 
@@ -58,7 +61,13 @@ def _at_least_one(value: int | None) -> int | None:
     return value
 
 
-Goals._field_after = {"target_speedup": _positive, "max_rounds": _at_least_one}
+def _above_one(value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 1):
+        raise ValueError("max_plausible_speedup must be a number greater than 1")
+    return value
+
+
+Goals._field_after = {"target_speedup": _positive, "max_rounds": _at_least_one, "max_plausible_speedup": _above_one}
 
 
 def goals_path(workspace: Path) -> Path:
@@ -78,9 +87,10 @@ def load_goals(workspace: Path) -> tuple[Goals | None, str | None]:
 
 
 def save_goals(workspace: Path, *, target_speedup: float | None = None, max_rounds: int | None = None,
-               clear: bool = False, source: str) -> Goals:
-    """Set the given conditions (the other one is kept; ``clear`` drops both first) under the
-    workspace lock, atomically. An unreadable goals file is replaced, not merged."""
+               clear: bool = False, source: str, max_plausible_speedup: float | None = None) -> Goals:
+    """Set the given conditions (the others are kept; ``clear`` drops them all first, the
+    plausibility bound included) under the workspace lock, atomically. An unreadable goals file
+    is replaced, not merged."""
     from helix_engine.state.workflow import utc_now
 
     with files.workspace_lock(Path(workspace)):
@@ -90,6 +100,8 @@ def save_goals(workspace: Path, *, target_speedup: float | None = None, max_roun
             data["target_speedup"] = target_speedup
         if max_rounds is not None:
             data["max_rounds"] = max_rounds
+        if max_plausible_speedup is not None:
+            data["max_plausible_speedup"] = max_plausible_speedup
         data.update(schema_version=1, updated_at=utc_now(), updated_by=source)
         goals = Goals.model_validate(data)
         files.atomic_write_json(goals_path(workspace), goals.to_json())

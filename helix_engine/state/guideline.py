@@ -41,7 +41,24 @@ RESTART = (
 )
 
 
+def seal_guideline(message: str) -> str | None:
+    """What to do about a refusal of state/seals.py (the accepted baseline, or a submitted round,
+    changed since it was sealed); None for any other message."""
+    if "the accepted baseline is not what was accepted" in message:
+        return ("baseline/ or its harness files changed after the baseline was accepted, so nothing can be judged "
+                "against it. Put them back as they were accepted, or re-establish the baseline with `helix "
+                "prepare-baseline --force` (it snapshots, tests and benches the operator again), then retry.")
+    if "is not what was submitted" in message:
+        return ("A submitted round's files of record changed after submit-round sealed them. Put them back as they "
+                "were submitted, or build on another round (`helix start-round --parent-round ...`); a new "
+                "measurement goes into a new round.")
+    return None
+
+
 def start_round_guideline(message: str) -> str:
+    sealed = seal_guideline(message)
+    if sealed is not None:
+        return sealed
     if "workflow state is not available" in message or ".helix/state.json" in message:
         return ("Optimize workflow state is unavailable. Run `helix submit-baseline --baseline-dir baseline` "
                 "to repair session state from `baseline/`, then retry `helix start-round`.")
@@ -81,6 +98,9 @@ def set_state_guideline(message: str) -> str:
 
 
 def submit_round_guideline(message: str) -> str:
+    sealed = seal_guideline(message)
+    if sealed is not None:
+        return sealed
     if "already submitted" in message:
         return already_submitted_guideline(message)
     if "workflow state is not available" in message or ".helix/state.json" in message:
@@ -119,6 +139,9 @@ def already_submitted_guideline(message: str) -> str:
 
 
 def submit_baseline_guideline(message: str) -> str:
+    sealed = seal_guideline(message)
+    if sealed is not None:
+        return sealed
     if "workflow state" in message:
         return ("The temporary optimize workflow state is invalid. Do not continue to round work. Ask "
                 "the runner to restart the optimize session so the workflow state can be rebuilt cleanly.")

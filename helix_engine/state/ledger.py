@@ -81,9 +81,10 @@ def _sources(promotion: RoundPromotion | None, geomean: SpeedupEstimate) -> tupl
 
 
 def result_text(view: RoundView | None, issues: list[str] | None = None, *,
-                promotion: RoundPromotion | None = None) -> str:
+                promotion: RoundPromotion | None = None, accepted: list[str] | None = None) -> str:
     """The honest one-line result: statuses, then the measured numbers or why there are none
-    (``promotion``: the round's promotion entry, whose geomean carries the interval)."""
+    (``promotion``: the round's promotion entry, whose geomean carries the interval), then the
+    holds for review the submitter accepted, with the reasons given (``accepted``)."""
     state = view.state if view is not None else None
     cs = state.correctness_status if state is not None else "not_run"
     bs = state.benchmark_status if state is not None else "not_run"
@@ -99,6 +100,8 @@ def result_text(view: RoundView | None, issues: list[str] | None = None, *,
         parts.append("no comparison with the baseline: " + _one_line(comparison.errors[0], 120))
     if issues:
         parts.append("rejected: " + _one_line("; ".join(issues), 200))
+    if accepted:
+        parts.append("accepted for review: " + _one_line("; ".join(accepted), 400))
     return "; ".join(parts)
 
 
@@ -126,8 +129,11 @@ def recorded(workspace: Path, n: int) -> dict[str, str | None] | None:
             "final_best_round": note.final_best_round}
 
 
-def update_ledger(workspace: Path, n: int, *, passed: bool, issues: list[str] | None = None) -> list[Problem]:
+def update_ledger(workspace: Path, n: int, *, passed: bool, issues: list[str] | None = None,
+                  accepted: list[str] | None = None) -> list[Problem]:
     """Write round ``n``'s entry and refresh the Overall Summary; set opt_note_updated.
+    ``accepted``: the holds for review the submitter accepted for this round, each with its
+    reason (--accept-findings, --accept-implausible), kept on its Result line.
 
     ``passed`` is the outcome being recorded for round n (its workflow status may not be
     written yet). Returns problems that stopped the update (an unreadable opt-note.md is left
@@ -157,7 +163,8 @@ def update_ledger(workspace: Path, n: int, *, passed: bool, issues: list[str] | 
     theme = _one_line(state.hypothesis) if state is not None else "(no round-state.json)"
     parent = parent_label(state.parent_round) if state is not None else "unknown"
     upsert_round(note, RoundEntryFields(n, parent, theme, result_text(current, None if passed else issues,
-                                                                 promotion=promotion.rounds.get(n)),
+                                                                 promotion=promotion.rounds.get(n),
+                                                                 accepted=accepted),
                                         promotion.status_of(n)))
     for entry in note.rounds:  # Best status is the engine's line: every entry follows the rule
         if entry.number != n and entry.number in snap.rounds:

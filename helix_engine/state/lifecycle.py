@@ -76,10 +76,19 @@ def _fail(kind: str | None, issue: str, guide: str, **extra: Any) -> Payload:
 # ------------------------------------------------------------------------------ baseline
 
 
-def submit_baseline(baseline_dir: Path) -> Payload:
-    """Run the baseline gate; on pass mark the baseline passed (bootstrapping the state)."""
+def submit_baseline(baseline_dir: Path, *, reseal: bool = False) -> Payload:
+    """Run the baseline gate; on pass mark the baseline passed (bootstrapping the state) and seal
+    its files. A baseline sealed before whose files changed since is refused unless ``reseal``
+    (prepare-baseline, which snapshots, tests and benches it again): accepting it as it is now
+    would launder the change."""
     baseline_dir = Path(baseline_dir).expanduser().resolve()
     workspace = baseline_dir.parent
+    if not reseal:
+        from helix_engine.state.seals import baseline_problem
+
+        changed = baseline_problem(workspace)
+        if changed is not None:
+            return _fail("baseline", changed, guideline.submit_baseline_guideline(changed))
     issues = baseline_gate_issues(workspace)
     if issues:
         return {"kind": "baseline", "status": "fail", "issues": issues,
@@ -171,6 +180,11 @@ def _start_locked(path: Path, round_dir: Path, strategy: RoundStrategy, policy: 
     warnings = workflow.combination_warnings(strategy, policy)
     if state.baseline.status != "passed":
         raise ValueError("cannot start a round before baseline.status=passed")
+    from helix_engine.state import seals
+
+    changed = seals.baseline_problem(workspace)  # a round judged against a changed baseline is judged on nothing
+    if changed is not None:
+        raise ValueError(changed)
     entry = state.rounds.get(str(n))
     if state.phase == "round_active" and state.current_round == n and entry is not None and entry.status == "active":
         current = entry.strategy_state
@@ -197,6 +211,9 @@ def _start_locked(path: Path, round_dir: Path, strategy: RoundStrategy, policy: 
             f"numbered in sequence; start (or finish) opt-round-{n - 1} first"
         )
     parent = candidate.choose_parent(workspace, n, parent_arg)
+    changed = seals.submitted_problem(workspace, parent, f"the parent of {name}")
+    if changed is not None:  # its operator is copied into the round, and the round is measured against it
+        raise ValueError(f"{changed}; or build {name} on another round with --parent-round")
     state.phase = "round_active"
     state.current_round = n
     state.rounds[str(n)] = workflow.active_entry(n, workflow.strategy_state(strategy, policy, why, "start-round"),
@@ -307,9 +324,12 @@ def _set_locked(path: Path, why: str, strategy_arg: str | None, policy_arg: str 
 
 
 def submit_round(round_dir: Path, current_round: int | None = None, final_round: int | None = None,
-                 optimize_target: str | None = None, accept_findings: str | None = None) -> Payload:
+                 optimize_target: str | None = None, accept_findings: str | None = None,
+                 accept_implausible: str | None = None) -> Payload:
     """Check the round, then record the outcome: passed (active round only) or failed (when the
-    round is terminal), the ledger entry, the round_end timing event and the pass clean-up."""
+    round is terminal), the ledger entry, the round_end timing event and the pass clean-up.
+    ``accept_findings`` / ``accept_implausible``: why a round held for review is honest (the
+    ledger records it)."""
     round_dir = Path(round_dir).expanduser().resolve()
     kwargs, refused = submit_inputs(round_dir, current_round, final_round, optimize_target)
     if refused is not None:
@@ -320,7 +340,17 @@ def submit_round(round_dir: Path, current_round: int | None = None, final_round:
             return _fail("round", "--accept-findings needs a reason", "Say why the findings are honest code: "
                          "`helix submit-round --round-dir ... --accept-findings \"why\"`.")
         kwargs["accept_findings"] = accept_findings.strip()
+    if accept_implausible is not None:
+        if not accept_implausible.strip():
+            return _fail("round", "--accept-implausible needs a reason", "Say why the measured numbers are real: "
+                         "`helix submit-round --round-dir ... --accept-implausible \"why\"`.")
+        kwargs["accept_implausible"] = accept_implausible.strip()
     workspace = round_dir.parent
+    from helix_engine.state.seals import baseline_problem
+
+    changed = baseline_problem(workspace)  # before any check: a status check would close the round on it
+    if changed is not None:
+        return _fail("round", changed, guideline.submit_round_guideline(changed))
     path = workflow.state_path(workspace)
     if not path.exists():
         result = checks.check_round(round_dir, **kwargs)
@@ -369,12 +399,15 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
                    held_out: tuple[bool, str] | None = None) -> Payload:
     result = checks.check_round(round_dir, **kwargs)
     if result.passed and kwargs.get("accept_findings"):
-        from helix_engine.state.lints import anti_cheat_findings
+        from helix_engine.state.lints import round_anti_cheat_findings
         from helix_engine.workspace.reading import read_text_safe
 
         source, _ = read_text_safe(result.operator_path, round_dir.parent) if result.operator_path else (None, None)
-        if source and anti_cheat_findings(source, "operator"):
-            result.issues.append(f"held for review, accepted by the submitter: {kwargs['accept_findings']}")
+        if source and result.operator_path is not None and round_anti_cheat_findings(
+                result.operator_path, source, round_dir.name):
+            result.accepted.insert(0, f"held for review, accepted by the submitter: {kwargs['accept_findings']}")
+    if result.passed:  # each accepted hold, with its reason: in the payload and in the ledger
+        result.issues.extend(result.accepted)
     if result.passed and held_out is not None:  # measured correct on what it was shown, wrong on the rest
         result.status, result.stage = "fail", "held-out"
         result.terminal, result.issues = held_out[0], [held_out[1]]
@@ -400,7 +433,8 @@ def _submit_locked(path: Path, round_dir: Path, current_arg: int | None, kwargs:
         cleanup.pass_cleanup(round_dir, result.round_state)
     try:
         problems = [str(p) for p in ledger.update_ledger(round_dir.parent, n, passed=result.passed,
-                                                         issues=result.issues)]
+                                                         issues=result.issues,
+                                                         accepted=result.accepted if result.passed else None)]
     except Exception as exc:  # noqa: BLE001 - the ledger must never block recording the outcome
         problems = [f"opt-note.md: the ledger could not be updated ({type(exc).__name__}: {exc})"]
     for problem in problems:

@@ -194,7 +194,15 @@ def derive(round_dir: Path, existing: dict[str, Any]) -> Derived:
     correctness = job_status(ws, round_dir.name, "run-test")
     benchmark = job_status(ws, round_dir.name, "run-bench")
     if benchmark == "passed" and (out.comparison is None or out.comparison.errors):
-        benchmark = "failed"  # the job ran, but its perf file does not compare with the baseline
+        damage = baseline_perf_damage(ws, out.baseline_perf)
+        if damage is None:
+            benchmark = "failed"  # the job ran, but its perf file does not compare with the baseline
+        else:  # the baseline's damage, not the round's: nothing is said of the round's bench
+            benchmark = "not_run"
+            out.notes.append(f"benchmark_status left not_run, not failed: {damage}, so {round_dir.name}'s perf file "
+                             "cannot be compared with it (the damage is the baseline's, not the round's); "
+                             "re-establish the baseline with `helix prepare-baseline --force`, then run "
+                             "`helix round-state` again")
     out.fields["correctness_status"] = correctness or "not_run"
     out.fields["benchmark_status"] = benchmark or "not_run"
     if not existing.get("parent_round"):
@@ -206,7 +214,56 @@ def derive(round_dir: Path, existing: dict[str, Any]) -> Derived:
         out.fields["perf_analysis_path"] = PERF_ANALYSIS
     if opt_note_has_round(ws, n):
         out.fields["opt_note_updated"] = True  # a missing entry keeps the file's value: submit-round writes it
+    parent = layout.parse_round_ref(str(existing.get("parent_round") or out.fields.get("parent_round") or ""))
+    if parent is not None:  # flagged here; submit-round refuses it (state/seals.py submitted_read_as)
+        from helix_engine.state.seals import submitted_problem
+
+        changed = submitted_problem(ws, layout.round_dir_name(parent), f"the parent of {round_dir.name}")
+        if changed is not None:
+            out.notes.append(changed)
     return out
+
+
+#: round-state.json's field (helix's, beside upstream's, which it leaves as they are) that names the
+#: statuses `helix round-state` wrote from --correctness / --benchmark rather than from the round's jobs.
+SELF_REPORTED = "self_reported_statuses"
+
+
+def self_reported(derived: Derived, correctness: str | None, benchmark: str | None) -> list[str]:
+    """The status fields given by hand (--correctness / --benchmark), for round-state.json's
+    ``self_reported_statuses`` (``[]``: both came from the round's jobs), with a note for each.
+    They are recorded as said and never promote: submit-round takes a round's statuses as
+    measured only from its run-test and run-bench through the gate (state/seals.py)."""
+    found: list[str] = []
+    for name, flag, value in (("correctness_status", "--correctness", correctness),
+                              ("benchmark_status", "--benchmark", benchmark)):
+        if value is None:
+            continue
+        found.append(name)
+        measured = derived.fields.get(name)
+        jobs = "" if measured == value else f"; the round's jobs say {measured}"
+        derived.notes.append(f"{name}={value} is self-reported ({flag}{jobs}): round-state.json lists it in "
+                             f"{SELF_REPORTED}; submit-round counts only the round's run-test and run-bench through "
+                             "the gate, so a self-reported status never promotes a round")
+    return found
+
+
+def baseline_perf_damage(ws: Path, baseline_perf: Path | None) -> str | None:
+    """What is wrong with the baseline perf file (missing, unreadable, a bad line, no record), as
+    a sentence naming it; None when it reads cleanly."""
+    from helix_engine.perf.artifact import read_perf
+    from helix_engine.workspace.reading import shown
+
+    if baseline_perf is None or not baseline_perf.is_file():
+        where = shown(baseline_perf, ws) if baseline_perf is not None else "baseline/<op>_perf.txt"
+        return f"the baseline perf file {where} is missing"
+    records, problems = read_perf(baseline_perf, ws)
+    error = next((p for p in problems if p.severity == "error"), None)
+    name = shown(baseline_perf, ws)
+    if error is not None:
+        where = f"line {error.line}: " if error.line else ""
+        return f"the baseline perf file {name} is damaged ({where}{error.message})"
+    return None if records else f"the baseline perf file {name} has no readable perf record"
 
 
 def opt_note_has_round(ws: Path, n: int) -> bool:

@@ -153,10 +153,18 @@ def baseline_changes(ws: Path) -> list[str] | None:
 
 
 def require_baseline_intact(ws: Path) -> None:
-    """Raise the refusal sentence when the accepted baseline's files changed."""
+    """Raise the refusal sentence when the accepted baseline's files changed (nothing when no seal
+    was made: a baseline accepted by an older helix is judged at submit-round, round_gate_issues)."""
+    why = baseline_problem(ws)
+    if why is not None:
+        raise HelixError(why)
+
+
+def baseline_problem(ws: Path) -> str | None:
+    """``baseline_refusal``'s sentence when a seal exists and the accepted baseline's files changed
+    (or the seal does not verify); None when they are as accepted, or no seal was made."""
     changes = baseline_changes(ws)
-    if changes:
-        raise HelixError(baseline_refusal(changes))
+    return baseline_refusal(changes) if changes else None
 
 
 def baseline_refusal(changes: list[str]) -> str:
@@ -270,14 +278,62 @@ def seal_submitted(ws: Path, round_dir: Path) -> None:
 
 
 def submitted_changes(ws: Path, round_name: str) -> list[str]:
+    """What changed in ``round_name``'s files of record since submit-round sealed them (empty:
+    nothing, or the round was never sealed)."""
     record, why = read_record(ws, f"{round_name}.submitted")
     if why is not None:
         return [why]
     if record is None:
         return []
     files = _dict(record.get("files"))
-    return [f"{path} changed after {round_name} was submitted" for path, digest in sorted(files.items())
-            if sha256_file(Path(ws) / path) != digest]
+    changes = []
+    for path, digest in sorted(files.items()):
+        now = sha256_file(Path(ws) / str(path))
+        if now != digest:
+            changes.append(f"{path} {'is gone' if now is None else 'changed'} since {round_name} was submitted")
+    return changes
+
+
+def submitted_refusal(round_name: str, changes: list[str], role: str) -> str:
+    """The sentence for a submitted round, read as ``role`` (its parent, the best round, the
+    reference), whose files of record changed since it was submitted."""
+    shown = "; ".join(changes[:6]) + (f"; and {len(changes) - 6} more" if len(changes) > 6 else "")
+    return (f"{round_name} ({role}) is not what was submitted: {shown}. opt-note.md and every speedup "
+            f"measured against it describe the submitted files: put them back as they were submitted (a new "
+            f"measurement goes into a new round, or into another file with `helix run-bench --output`)")
+
+
+def submitted_problem(ws: Path, round_name: str | None, role: str) -> str | None:
+    """``submitted_refusal``'s sentence when ``round_name`` is a submitted round whose sealed files
+    changed; None when they did not, or it is no round (the baseline, nothing)."""
+    if not round_name or not round_name.startswith(layout.ROUND_PREFIX):
+        return None
+    changes = submitted_changes(ws, round_name)
+    return submitted_refusal(round_name, changes, role) if changes else None
+
+
+def require_submitted_intact(ws: Path, round_name: str | None, role: str) -> None:
+    why = submitted_problem(ws, round_name, role)
+    if why is not None:
+        raise HelixError(why)
+
+
+def changed_submitted_rounds(ws: Path) -> dict[str, list[str]]:
+    """Every sealed (submitted) round whose files of record changed since, with what changed;
+    for `helix status`, which reads the rounds as they are and says so."""
+    folder = gate_dir(ws)
+    suffix = ".submitted.json"
+    try:
+        names = sorted(p.name[: -len(suffix)] for p in folder.iterdir() if p.name.endswith(suffix))
+    except OSError:
+        return {}
+    found: dict[str, list[str]] = {}
+    for name in names:
+        if name.startswith(layout.ROUND_PREFIX):
+            changes = submitted_changes(ws, name)
+            if changes:
+                found[name] = changes
+    return found
 
 
 # ------------------------------------------------------------------------------ judging
@@ -308,7 +364,36 @@ def round_gate_issues(ws: Path, round_dir: Path, operator: Path, perf: Path | No
                 f"nothing can be judged against it: re-establish it with `{FORCE_HINT}`"]
     if changes:
         return [baseline_refusal(changes)]
+    read_as = submitted_read_as(ws, Path(round_dir).name, parent)
+    if read_as:
+        return read_as
     refs = reference_shas(ws, parent)
     return (evidence_issues(ws, round_dir, "run-test", operator, None, {k: v for k, v in refs.items()
                                                                         if v == layout.BASELINE_DIR})
             + evidence_issues(ws, round_dir, "run-bench", operator, perf, refs))
+
+
+def submitted_read_as(ws: Path, round_name: str, parent: str | None) -> list[str]:
+    """Why the submitted rounds ``round_name`` is judged through, its parent and the promoted best
+    round (the promotion rule compares it with that one), cannot be believed: their files of record
+    changed since they were submitted (empty: they did not, or they are the baseline)."""
+    changed = changed_submitted_rounds(ws)
+    if not changed:  # the usual case: no promotion rule to run
+        return []
+    number = layout.parse_round_ref(parent) if parent and parent != layout.BASELINE_DIR else None
+    parent_name = layout.round_dir_name(number) if number is not None else None
+    issues = []
+    if parent_name in changed:
+        issues.append(submitted_refusal(parent_name, changed[parent_name], f"the parent of {round_name}"))
+    best = _promoted_best_name(ws, layout.round_number(round_name))
+    if best is not None and best != parent_name and best in changed:
+        issues.append(submitted_refusal(best, changed[best], f"the promoted best round, which {round_name} is "
+                                        "judged against"))
+    return issues
+
+
+def _promoted_best_name(ws: Path, exclude: int | None) -> str | None:
+    from helix_engine.state import measure
+
+    best = measure.promoted_best(Path(ws), exclude={exclude} if exclude is not None else ())
+    return layout.round_dir_name(best.round) if best is not None else None

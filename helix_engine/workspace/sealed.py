@@ -25,7 +25,8 @@ import hashlib
 import hmac
 import os
 import stat
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,23 @@ _MAX_BYTES = 256 * 1024 * 1024
 _UNSET: Any = object()
 _key: Any = _UNSET
 _DIR = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_READ_ONLY = threading.local()  # .depth: how many `kept_as_is` blocks this thread is in
+
+
+@contextlib.contextmanager
+def kept_as_is() -> Iterator[None]:
+    """In this thread, for the duration, no cache file is written or removed (a write is a miss,
+    as when it could not be made); reads are as always. For what must write nothing, a workspace
+    load included: the round checker (submit-round --check, the cockpit's preview)."""
+    _READ_ONLY.depth = getattr(_READ_ONLY, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _READ_ONLY.depth -= 1
+
+
+def _read_only() -> bool:
+    return getattr(_READ_ONLY, "depth", 0) > 0
 
 
 def user_cache_folder() -> Path | None:
@@ -336,7 +354,10 @@ _NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_"
 def _write_atomically(workspace: Path, name: str, fill: Callable[[int], Any]) -> bool:
     """``fill`` a new temp file in the workspace's ``.helix/cache/`` and rename it to ``name``,
     through folders opened without following a link (none can be swapped for one meanwhile);
-    False when it could not be written (no permission, a full disk, a folder in its place)."""
+    False when it could not be written (no permission, a full disk, a folder in its place), or
+    may not be now (`kept_as_is`)."""
+    if _read_only():
+        return False
     try:
         return _write_in_cache(workspace, name, fill)
     except OSError:
@@ -398,6 +419,8 @@ def _remove_stale_temps(cache_fd: int, name: str) -> None:
 
 def remove(workspace: Path, name: str) -> None:
     """Delete ``.helix/cache/name`` when it is a file of a real cache folder (never through a link)."""
+    if _read_only():
+        return
     try:
         helix_fd = os.open(os.path.join(os.fspath(workspace), ".helix"), _DIR)
     except OSError:

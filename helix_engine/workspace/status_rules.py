@@ -486,9 +486,10 @@ def _settle(promotion: Promotion) -> None:
 #: What re-establishes a damaged baseline perf file (prepare-baseline measures it again).
 REESTABLISH = ("re-establish the baseline with `helix prepare-baseline --force`, then refill each round it failed "
                "with `helix round-state --round-dir opt-round-N ...`")
-#: Round skip reasons a damaged baseline causes: `helix round-state` derives benchmark_status=failed
-#: (and no effective_metric_source) when the round's perf file does not compare with the baseline's.
-_BASELINE_CAUSED = ("benchmark_status is failed", "effective_metric_source is null")
+#: Round skip reasons a damaged baseline causes: `helix round-state` derives benchmark_status=not_run
+#: (an older helix: failed), and no effective_metric_source, when the round's perf file does not
+#: compare with the baseline's because of the baseline's damage.
+_BASELINE_CAUSED = ("benchmark_status is failed", "benchmark_status is not_run", "effective_metric_source is null")
 
 
 def baseline_damage(snap: Any) -> Problem | None:

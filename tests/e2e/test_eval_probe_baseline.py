@@ -147,3 +147,38 @@ def test_prepare_baseline_refuses_to_replace_a_baseline_that_rounds_use(tmp_path
     assert (base / "softmax.py").read_text() == "# the canonical snapshot\n"
     assert (base / "softmax_perf.txt").read_text() == '{"case_label": "kept"}\n'
     assert not (ws / ".helix" / "jobs").exists()
+
+
+def test_a_changed_baseline_is_refused_until_prepare_baseline_force_re_seals_it(tmp_path: Path) -> None:
+    """Issue 27, item 5, as an agent meets it: the accepted baseline's perf file edited, every round
+    command refused with the changed file and the fix, status still answering; `prepare-baseline
+    --force` measures it again and seals what it measured."""
+    import os
+
+    ws = make_ws(tmp_path, "softmax", standalone=False)
+    env = dict(os.environ, HELIX_BACKEND="cpu", PYTHONPATH=str(ROOT))
+
+    def helix(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "helix_engine", *args], cwd=ws, capture_output=True, text=True,
+                              env=env, timeout=300, check=False)
+
+    assert helix("prepare-baseline", ".").returncode == 0
+    perf = ws / "baseline" / "softmax_perf.txt"
+    perf.write_text(perf.read_text().replace('"kernel_avg_time_us":', '"kernel_avg_time_us":1'))
+    start = ("start-round", "--round-dir", "opt-round-1", "--round-strategy", "exploration", "--analysis-policy",
+             "pattern_entry", "--reason", "r")
+    proc = helix(*start)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    payload = json.loads(proc.stdout)
+    assert "baseline/softmax_perf.txt changed" in payload["issues"][0]
+    assert "helix prepare-baseline --force" in payload["issues"][0] and not (ws / "opt-round-1").exists()
+    proc = helix("status", "--json")
+    assert proc.returncode == 0, proc.stderr
+    [item] = json.loads(proc.stdout)["operators"]
+    assert any("baseline/softmax_perf.txt changed" in w for w in item["warnings"]), item["warnings"]
+    proc = helix("submit-baseline", "--baseline-dir", "baseline")  # accepting it as it is would launder the edit
+    assert proc.returncode == 1 and "baseline/softmax_perf.txt changed" in proc.stdout, proc.stdout
+    assert helix("prepare-baseline", ".", "--force").returncode == 0
+    assert helix(*start).returncode == 0
+    [item] = json.loads(helix("status", "--json").stdout)["operators"]
+    assert not any("not what was accepted" in w for w in item["warnings"]), item["warnings"]

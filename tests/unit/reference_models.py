@@ -317,8 +317,16 @@ class Goals(BaseModel):
     schema_version: int = 1
     target_speedup: float | None = None
     max_rounds: int | None = None
+    max_plausible_speedup: float | None = None  # added in issue 27 (the plausibility bound)
     updated_at: str | None = None
     updated_by: str | None = None
+
+    @field_validator("max_plausible_speedup")
+    @classmethod
+    def _above_one(cls, value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and value > 1):
+            raise ValueError("max_plausible_speedup must be a number greater than 1")
+        return value
 
     @field_validator("target_speedup")
     @classmethod

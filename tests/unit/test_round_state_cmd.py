@@ -96,6 +96,7 @@ def test_no_jobs_and_no_perf_file_is_not_run_and_explicit_flags_win(ws: Path, ca
     assert rc == 0
     st = data["round_state"]
     assert (st["correctness_status"], st["benchmark_status"]) == ("not_run", "not_run")
+    assert st["self_reported_statuses"] == []  # both from the round's jobs
     assert "perf_artifact" not in st and any("run-bench" in n for n in data["notes"])
     write_perf(rdir / "opt_add_perf.txt", scaled(0.9))
     rc, data = _run(capsys, "--round-dir", str(rdir), "--hypothesis", "h2", "--evidence", "benchmark",
@@ -104,6 +105,7 @@ def test_no_jobs_and_no_perf_file_is_not_run_and_explicit_flags_win(ws: Path, ca
     st = data["round_state"]
     assert rc == 0 and st["parent_round"] == "baseline" and st["effective_metric_source"] == "mixed"
     assert (st["correctness_status"], st["benchmark_status"]) == ("passed", "passed")
+    assert st["self_reported_statuses"] == ["correctness_status", "benchmark_status"]  # recorded as said
     assert st["hypothesis"] == "h2"
 
 
