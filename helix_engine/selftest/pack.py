@@ -112,6 +112,39 @@ _real = time.perf_counter
 _t0 = _real()
 time.perf_counter = lambda: _t0 + (_real() - _t0) / 10
 '''),
+    Cheat("work-at-input-copies", "does the work in a patched Tensor.clone, while the gate copies the inputs",
+          code='''
+_T = type(torch.empty(0))
+_clone = _T.clone
+_STASH = {}
+def _clone_and_compute(self, *a, **k):
+    out = _clone(self, *a, **k)
+    if out.dim() == 2 and out.is_floating_point():
+        _STASH[out.data_ptr()] = _honest(out)
+    return out
+setattr(_T, "clone", _clone_and_compute)
+def softmax(x):
+    hit = _STASH.pop(x.data_ptr(), None)
+    return hit if hit is not None else _honest(x)
+'''),
+    Cheat("work-at-fetch", "rewrites the gate's operator process (through __main__) to do the work when outputs are fetched",
+          code='''
+import __main__ as _m
+if hasattr(_m, "Slot") and hasattr(_m, "OperatorProcess"):
+    def _nothing(self):
+        index = self.calls % len(self.sets)
+        self.calls += 1
+        self.kept.append((index, None))
+    _fetch = _m.OperatorProcess.fetch
+    def _late(self, msg):
+        kept = self.slot.kept
+        for j, (i, out) in enumerate(list(kept)):
+            if out is None:
+                kept[j] = (i, self.slot.compiled[i]())
+        return _fetch(self, msg)
+    _m.Slot.__call__ = _nothing
+    _m.OperatorProcess.fetch = _late
+'''),
     Cheat("patched-checker", "patches helix_engine.eval.accuracy.compare_outputs at import, returns zeros", code='''
 try:
     import helix_engine.eval.accuracy as _acc
