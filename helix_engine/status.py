@@ -122,6 +122,7 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
             "skip_reason": ev.skipped.get(n),
             "problems": len(view.problems),
             "promotion": _promotion_json(ev.promotion.rounds.get(n)),
+            "changed_since_submit": [],  # filled by _seal_warnings
         })
     companions = set(ev.problems)
     for result in ev.results.values():
@@ -146,7 +147,7 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
         logged_best=ev.logged.value,
         verified=bool(verify.get("verified")),
         verified_geomean_speedup=verify.get("geomean"),
-        warnings=list(ev.warnings),
+        warnings=list(ev.warnings) + _seal_warnings(snap.root, rounds) + _ledger_warnings(snap, ev),
         latest_verify=verify.get("path"),
         phase=wf.phase if wf else None,
         current_round=wf.current_round if wf else None,
@@ -158,6 +159,49 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
         promoted_geomean=ev.promotion.best_geomean(), promoted_paired=ev.promotion.best_geomean_paired(),
         noise_margin=ev.promotion.margin_text or f"default {ev.promotion.noise_margin:.0%}",
     )
+
+
+def _seal_warnings(root: Path, rounds: list[dict[str, Any]]) -> list[str]:
+    """The files of record changed since they were sealed (state/seals.py), said, not refused (status
+    only reads): the accepted baseline, which every round command then refuses to judge against, and
+    each submitted round, marked in its ``rounds`` entry, whose numbers here are read from its files
+    as they are now. Costs a hash of the sealed files, and nothing where no seal was made."""
+    from helix_engine.state import seals
+
+    found = [why for why in [seals.baseline_problem(root)] if why]
+    changed = seals.changed_submitted_rounds(root)
+    for entry in rounds:
+        entry["changed_since_submit"] = changed.get(str(entry["dir"]), [])
+    for name, changes in changed.items():
+        found.append(f"{name} is not what was submitted: {'; '.join(changes[:6])}; its numbers here are read from "
+                     "its files as they are now, opt-note.md's from what was submitted, and submit-round refuses a "
+                     "round built on it or judged against it")
+    return found
+
+
+LEDGER_EDITED = "opt-note.md logs"
+
+
+def _ledger_warnings(snap: WorkspaceSnapshot, ev: status_rules.Evaluation) -> list[str]:
+    """opt-note.md's best round against the promotion rule's. submit-round writes the promoted best
+    into the ledger (``Final best round:``, the ``current best`` marker), so a ledger that names
+    another best was edited by hand or is stale (a noise margin or a round's files changed since):
+    said, since status only reads, unless upstream's best/log mismatch line (a log that is neither
+    upstream's best nor the promoted one) already says it. A workspace without helix's
+    workflow state keeps upstream's ledger, which logs the highest geomean instead: not checked."""
+    if snap.workflow is None:
+        return []
+    promotion = (snap.evaluation or ev).promotion  # the ledger's is the default metric's (not -m's)
+    note = snap.extra.get("opt_note")
+    final = str(getattr(note, "final_best_round", None) or "").strip().lower()
+    logged = "baseline" if final == "baseline" else ev.logged.value
+    if logged is None or logged == promotion.best_label:
+        return []
+    if any(w.startswith(logged_best.BEST_MISMATCH_PREFIX) for w in ev.warnings):
+        return []  # upstream's mismatch line says it already (the log is neither best)
+    return [f"{LEDGER_EDITED} {logged} as the best round but the promotion rule's best is {promotion.best_label}: "
+            "the ledger was edited by hand or is stale (submit-round writes the promoted best there); Promoted best "
+            "is the one that counts"]
 
 
 def _promotion_json(found: RoundPromotion | None) -> dict[str, Any] | None:

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.gate import wire
+from helix_engine.workspace.siblings import sibling_files
 
-#: the sibling files copied with an operator, at most (an operator folder is small)
-MAX_SIBLING_BYTES = 8 * 1024 * 1024
 #: variables an operator process keeps (beside the backend's own and the toolchains')
 _KEEP_PREFIXES = ("TRITON_", "CUDA_", "ASCEND_", "NPU_", "TORCH_", "LD_", "OMP_", "MKL_", "OPENBLAS_",
                   "NVIDIA_", "ROCM_", "HIP_", "CC", "CXX", "PYTORCH_")
@@ -58,14 +57,7 @@ def private_copy(operator_file: Path, label: str) -> PrivateCopy:
     operator_file = Path(operator_file).resolve()
     folder = Path(tempfile.mkdtemp(prefix=f"helix-gate-{label}-"))
     siblings: dict[str, str] = {}
-    budget = MAX_SIBLING_BYTES
-    for src in sorted(operator_file.parent.glob("*.py")):
-        if src == operator_file or src.is_symlink() or not src.is_file():
-            continue
-        size = src.stat().st_size
-        if size > budget:
-            continue
-        budget -= size
+    for src in sibling_files(operator_file):
         data = src.read_bytes()
         (folder / src.name).write_bytes(data)
         siblings[src.name] = hashlib.sha256(data).hexdigest()

@@ -9,7 +9,17 @@ at file:line, the shapes such code takes when it games the gate instead of speed
 4. threads, processes and event loops;
 5. patching the timer, ``sys.modules``, torch or helix itself, importing helix, and detecting
    the benchmark (HELIX_*/PYTEST/profiler variables, ``sys.argv``, stack inspection);
-6. writes to the file system.
+6. writes to the file system;
+7. reaching the process's own code: ``__main__`` (the gate's operator-process module), ``ctypes``,
+   imports by a computed name;
+8. function internals (``__code__``, ``__defaults__``, ``__globals__``, closure cells) and frames
+   (``tb_frame``, ``f_back``, ``f_globals``, ``sys._getframe`` or ``gc.get_objects`` taken as values);
+9. writing attributes of classes and modules the operator did not create: ``setattr(type(t), ...)``,
+   ``torch.Tensor.x =``, ``SomeImportedClass.x =``, ``builtins.x =``, ``mod.__dict__[k] =``,
+   ``vars(mod)[k] =`` (its own instances' and classes' attributes are honest).
+
+The gate's operator process imports the round's other ``*.py`` files too (``import helper``):
+``sibling_findings`` lints each of them, as ``opt-round-N/helper.py:line``.
 
 Each is a ``Problem`` of severity "warning": the gate lists them, it does not fail on them; the
 dynamic checks (held-out inputs, kernel coverage) are what fail a round. Precision matters more
@@ -21,12 +31,18 @@ clock) is never one.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import sys
+import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
+from helix_engine import python_source
 from helix_engine.state.continuity import triton_launches
 from helix_engine.workspace.problem import Problem
+from helix_engine.workspace.siblings import sibling_files
 
 # ----------------------------------------------------------------------------- vocabulary
 
@@ -106,7 +122,25 @@ _DETECT_ENV = re.compile(r"^(HELIX|PYTEST)|BENCH|PROFIL|NSYS|^NCU|KINETO|MSPROF"
 _ENV_GETTERS = frozenset({"os.environ.get", "os.getenv", "os.environ.setdefault", "os.environ.pop",
                           "os.environ.__getitem__", "os.environ.__contains__", "os.getenvb", "os.environb.get"})
 _MOCK_PATCH = frozenset({"unittest.mock.patch", "mock.patch", "unittest.mock.patch.object", "mock.patch.object"})
-_IMPORT_BY_NAME = frozenset({"importlib.import_module", "builtins.__import__", "__import__"})
+_IMPORT_BY_NAME = frozenset({"importlib.import_module", "builtins.__import__", "__import__", "importlib.__import__"})
+#: Modules that hand the operator raw memory and foreign calls (any object's bytes, the gate's included).
+_NATIVE = frozenset({"ctypes", "_ctypes", "cffi"})
+#: A function's code, defaults, globals and closure cells: how code rewrites a function it did not write.
+_FUNCTION_INTERNALS = frozenset({
+    "__code__", "__defaults__", "__kwdefaults__", "__globals__", "__closure__", "cell_contents",
+})
+#: The links from a traceback, frame or generator to frames: how code reaches its callers' variables.
+_FRAME_LINKS = frozenset({
+    "__traceback__", "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins", "gi_frame",
+    "cr_frame", "ag_frame",
+})
+#: Attributes that lead from an object to its class (``x.__class__.clone = ...`` patches the class).
+_CLASS_OF = frozenset({"__class__", "__base__", "__bases__", "__mro__"})
+#: Builders whose result is a plain instance (or a fresh module) this file made: setattr on it is honest.
+_PLAIN_INSTANCES = frozenset({"types.SimpleNamespace", "argparse.Namespace", "object", "types.ModuleType",
+                              "importlib.util.module_from_spec"})
+#: Methods that write a namespace dict (``vars(mod).update(...)``, ``X.__dict__.setdefault(...)``).
+_DICT_WRITES = frozenset({"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"})
 
 
 def _dotted(node: ast.AST) -> list[str] | None:
@@ -157,7 +191,10 @@ class _Imports:
             return None
         if parts[0] in self.names:
             return ".".join([self.names[parts[0]], *parts[1:]])
-        if len(parts) == 1 and parts[0] in ("open", "setattr", "delattr", "__import__", "dict", "list"):
+        if parts[0] == "__builtins__":  # the builtins module (or its dict) by its other name
+            return ".".join(["builtins", *parts[1:]])
+        if len(parts) == 1 and parts[0] in ("open", "setattr", "delattr", "getattr", "hasattr", "__import__",
+                                            "dict", "list", "type", "vars", "object"):
             return parts[0]
         return None
 
@@ -721,6 +758,339 @@ def _environ_message(node: ast.AST, parents: dict[int, ast.AST]) -> str | None:
 _ENV_KEYED = frozenset({"get", "setdefault", "pop", "__getitem__", "__contains__"})
 
 
+# ------------------------------------------------ rules 7-9: reaching into the gate's process
+
+
+class _Receivers:
+    """What the receiver of an attribute write is. Class-like: a class or module the operator did
+    not create (an import, ``type(x)``, ``x.__class__``, ``sys.modules[...]``, a name or a local
+    function's result bound to one): writing its attributes changes that code for everything in
+    the process. Made here: ``self``/``cls`` of this file's methods, this file's classes and
+    functions, and names bound only to instances of them (or to a ``SimpleNamespace``): honest code
+    sets their attributes."""
+
+    def __init__(self, module: _Module) -> None:
+        self.imports = module.imports
+        nodes = module.nodes
+        classes = [n for n in nodes if isinstance(n, ast.ClassDef)]
+        self.local_classes = {c.name for c in classes}
+        self.local_functions = {n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.method_receivers: set[str] = set()
+        for cls in classes:
+            for fn in cls.body:
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and not any(
+                        isinstance(d, ast.Name) and d.id == "staticmethod" for d in fn.decorator_list):
+                    params = [*fn.args.posonlyargs, *fn.args.args]
+                    if params:
+                        self.method_receivers.add(params[0].arg)
+        bound: dict[str, list[ast.AST]] = {}  # name → what it is bound to (iterables for loop targets)
+        plain: dict[str, list[ast.AST | None]] = {}  # name → its plain assignments (None: any other binding)
+        for node in nodes:
+            for name, value, is_plain in _bindings(node):
+                if value is not None:
+                    bound.setdefault(name, []).append(value)
+                plain.setdefault(name, []).append(value if is_plain else None)
+        returns: dict[str, list[ast.AST]] = {}  # local function → what it returns
+        for node in nodes:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                returns[node.name] = [n.value for n in module.own_nodes(node)
+                                      if isinstance(n, ast.Return) and n.value is not None]
+        for name, values in bound.items():
+            lambdas = [v.body for v in values if isinstance(v, ast.Lambda)]
+            if lambdas:
+                returns.setdefault(name, []).extend(lambdas)
+        self.class_like: set[str] = set()
+        self.class_factories: set[str] = set()  # local functions that return a class-like value
+        for _ in range(8):  # to a fixed point: a name bound to one bound to a class
+            before = (len(self.class_like), len(self.class_factories))
+            self.class_like.update(n for n, vs in bound.items() if any(self.is_class_like(v) for v in vs))
+            self.class_factories.update(n for n, vs in returns.items() if any(self.is_class_like(v) for v in vs))
+            if (len(self.class_like), len(self.class_factories)) == before:
+                break
+        self.instances = {n for n, vs in plain.items()
+                          if vs and all(v is not None and self._made_here(v) for v in vs)} - self.class_like
+        self.namespaces = {n: v for n, vs in bound.items() for v in vs if self.namespace_of(v) is not None}
+
+    def is_class_like(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in self.class_like or node.id in self.imports.names
+        if isinstance(node, ast.Attribute):
+            return node.attr in _CLASS_OF or self.is_class_like(node.value)
+        if isinstance(node, ast.Subscript):
+            return self.imports.canonical(node.value) == "sys.modules" or self.is_class_like(node.value)
+        if isinstance(node, ast.Call):
+            name = self.imports.canonical(node.func) or ""
+            if (name == "type" and len(node.args) == 1) or name in _IMPORT_BY_NAME or name in (
+                    "sys.modules.get", "sys.modules.__getitem__", "sys.modules.setdefault"):
+                return True
+            if name == "getattr" and node.args:
+                return self.is_class_like(node.args[0])
+            return isinstance(node.func, ast.Name) and node.func.id in self.class_factories
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(self.is_class_like(e) for e in node.elts)
+        if isinstance(node, ast.IfExp):
+            return self.is_class_like(node.body) or self.is_class_like(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return any(self.is_class_like(v) for v in node.values)
+        if isinstance(node, (ast.NamedExpr, ast.Starred)):
+            return self.is_class_like(node.value)
+        return False
+
+    def _made_here(self, value: ast.AST) -> bool:
+        """A call that makes a plain instance: of this file's class, or a namespace object."""
+        if not isinstance(value, ast.Call):
+            return False
+        if isinstance(value.func, ast.Name) and value.func.id in self.local_classes:
+            return True
+        return self.imports.canonical(value.func) in _PLAIN_INSTANCES
+
+    def foreign(self, node: ast.AST) -> bool:
+        """True unless ``node`` is a plain instance or a class or function this file made."""
+        if isinstance(node, ast.Name):
+            if node.id in self.class_like:
+                return True
+            return node.id not in (self.method_receivers | self.local_classes | self.local_functions | self.instances)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            return node.func.id != "super" and not self._made_here(node)
+        return True
+
+    def namespace_of(self, node: ast.AST) -> ast.AST | None:
+        """The object whose namespace dict ``node`` is (``X.__dict__``, ``vars(X)``, ``__builtins__``,
+        a name bound to one); None for anything else."""
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return node.value
+        if isinstance(node, ast.Call) and self.imports.canonical(node.func) == "vars" and len(node.args) == 1:
+            return node.args[0]
+        if isinstance(node, ast.Name):
+            if node.id == "__builtins__":
+                return node
+            bound = getattr(self, "namespaces", {}).get(node.id)
+            return self.namespace_of(bound) if bound is not None else None
+        return None
+
+
+def _bindings(node: ast.AST) -> Iterator[tuple[str, ast.AST | None, bool]]:
+    """(name, value, plain) for each name ``node`` binds: ``value`` what it is bound to (for a loop
+    target, the iterable), None when unknown; ``plain`` when it is a plain ``name = value``."""
+    if isinstance(node, ast.Assign):
+        for target in node.targets:
+            yield from _pair(target, node.value)
+    elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+        yield from _pair(node.target, node.value)
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        for name in _target_names([node.target]):
+            yield name, node.iter, False
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        for name in _target_names([node.optional_vars]):
+            yield name, None, False
+    elif isinstance(node, ast.arg):
+        yield node.arg, None, False
+    elif isinstance(node, (ast.AugAssign, ast.Delete)):
+        for name in _target_names(node.targets if isinstance(node, ast.Delete) else [node.target]):
+            yield name, None, False
+
+
+def _pair(target: ast.AST, value: ast.AST) -> Iterator[tuple[str, ast.AST | None, bool]]:
+    if isinstance(target, ast.Name):
+        yield target.id, value, True
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) and not any(
+                isinstance(e, ast.Starred) for e in [*target.elts, *value.elts]):
+            for sub, part in zip(target.elts, value.elts):
+                yield from _pair(sub, part)
+        else:
+            for name in _target_names([target]):
+                yield name, value, False  # a, b = <class-like tuple>: either may be the class
+
+
+_MAIN_WHY = ("reaches __main__, the gate's operator-process module: through it the operator can read and rewrite "
+             "the process's own timer, fetch and checks")
+_NATIVE_WHY = ("gives the operator raw memory and foreign calls: it can read or rewrite any object in the process, "
+               "the gate's timer, inputs and results included")
+_COMPUTED_IMPORT_WHY = ("imports a module whose name is computed: the lint cannot tell which one, and it can be "
+                        "__main__ (the gate's operator-process module), ctypes or the gate itself")
+_INTERNALS_WHY = ("a function's code, defaults, globals and closure cells let the operator rewrite a function it did "
+                  "not write (the gate's timer or fetch) or read the state it keeps")
+_FRAME_LINK_WHY = ("walking tracebacks and frames reaches the callers' variables (the gate's timer, inputs and "
+                   "expected results), which the operator can read or change")
+_CLASS_WHY = ("replacing an attribute of a class changes every instance in the process, not just this operator's: "
+              "the gate's input copies, comparisons and timer included")
+_IMPORTED_WHY = ("replacing an attribute of a module or an imported class changes that code for everything in the "
+                 "process, the gate's timer, fetch and checks included")
+_FRAMES_WHY = ("inspects the call stack or the interpreter's state: the operator can find out who calls it (the "
+               "gate's timer or checker) and behave differently there")
+
+
+def _module_root(name: str) -> str:
+    return name.split(".")[0]
+
+
+def _config_namespace(name: str) -> bool:
+    """torch's and Triton's configuration namespaces, which honest operators set (``torch.backends.*``,
+    ``*.config.*``, ``triton.knobs.*`` but its hooks)."""
+    parts = name.split(".")
+    if {"backends", "config"} & set(parts):
+        return True
+    return "knobs" in parts and "hook" not in parts[-1].lower()
+
+
+def _import_findings(node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+        names = [node.module]
+    else:
+        return
+    for name in names:
+        shown = f"import {name}" if isinstance(node, ast.Import) else f"from {name} import ..."
+        if _module_root(name) == "__main__":
+            yield node, f"{shown} {_MAIN_WHY}"
+        elif _module_root(name) in _NATIVE:
+            yield node, f"{shown} {_NATIVE_WHY}"
+
+
+def _reach_findings(module: _Module, file: str) -> list[Problem]:
+    """Rules 7-9: what reaches the gate's own code in the operator's process. 7: ``__main__``,
+    ``ctypes`` and imports by a computed name; 8: function internals (``__code__``, closure cells …)
+    and frames (``sys._getframe`` as a value, ``tb_frame``, ``f_back`` …); 9: writing attributes of
+    classes and modules the operator did not create (``setattr(type(t), ...)``, ``torch.Tensor.x =``,
+    ``SomeImported.x =``, ``mod.__dict__[k] =``, ``vars(mod)[k] =``, ``builtins.x =``), where
+    writing those of its own instances and classes is honest."""
+    imports, parents = module.imports, module.parents
+    receivers = _Receivers(module)
+    problems: list[Problem] = []
+
+    def add(node: ast.AST, message: str) -> None:
+        problems.append(Problem(file, message, getattr(node, "lineno", None), "warning"))
+
+    assigned_params = _assigned_params(module, receivers)
+    for node in module.nodes:
+        for where, why in _import_findings(node):
+            add(where, why)
+        outer = parents.get(id(node))
+        if isinstance(node, ast.Attribute) and not (  # a chain is one finding, at its last link
+                isinstance(outer, ast.Attribute) and outer.attr in _FUNCTION_INTERNALS | _FRAME_LINKS):
+            verb = "assigns" if isinstance(node.ctx, ast.Store) else "deletes" if isinstance(node.ctx, ast.Del) else "reads"
+            if node.attr in _FUNCTION_INTERNALS:
+                add(node, f"{verb} {_short(node)}: {_INTERNALS_WHY}")
+            elif node.attr in _FRAME_LINKS:
+                add(node, f"follows {_short(node)}: {_FRAME_LINK_WHY}")
+        if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
+            name = imports.canonical(node) or ""
+            called = isinstance(outer, ast.Call) and outer.func is node
+            if name in _FRAMES and not called:
+                add(node, f"takes {name} as a value: it {_FRAMES_WHY}")
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            verb = "deletes" if isinstance(node, ast.Delete) else "assigns"
+            for target in _flat_targets(targets):
+                message = _write_message(target, verb, receivers)
+                if message is not None:
+                    add(target, message)
+        elif isinstance(node, ast.Call):
+            for why in _call_reach(node, receivers, assigned_params):
+                add(node, why)
+    return problems
+
+
+def _write_message(target: ast.AST, verb: str, receivers: _Receivers) -> str | None:
+    """The finding for one assignment (or del) target, or None for an honest one."""
+    imports = receivers.imports
+    if isinstance(target, ast.Attribute):
+        name = imports.canonical(target)
+        if name is not None:
+            if _patched_module(name) is not None or _config_namespace(name):
+                return None  # the guarded modules have their own finding (rule 5); config is honest
+            return f"{verb} {_short(target)}, an attribute of the imported {_module_root(name)}: {_IMPORTED_WHY}"
+        if receivers.is_class_like(target.value):
+            return f"{verb} {_short(target)}, an attribute of a class or module this file did not define: {_CLASS_WHY}"
+        if target.attr == "__class__":
+            return (f"{verb} {_short(target)}: changing an object's class swaps its methods (an input tensor's copy or "
+                    "comparison, say) for code the gate does not expect")
+    elif isinstance(target, ast.Subscript):
+        owner = receivers.namespace_of(target.value)
+        if owner is not None and receivers.foreign(owner):
+            return (f"{'writes' if verb == 'assigns' else 'deletes'} {_short(target)}, in the namespace of "
+                    f"{_short(owner)}: {_IMPORTED_WHY}")
+    return None
+
+
+_SETATTRS = frozenset({"setattr", "delattr", "object.__setattr__", "object.__delattr__", "type.__setattr__",
+                       "type.__delattr__"})
+
+
+def _call_reach(call: ast.Call, receivers: _Receivers, assigned_params: dict[str, dict[int, str]]) -> Iterator[str]:
+    imports = receivers.imports
+    func = call.func
+    name = imports.canonical(func) or _getattr_name(func, imports) or ""
+    shown = _short(func)
+    if name in _IMPORT_BY_NAME and call.args:
+        module_name = _const_str(call.args[0])
+        if module_name is None:
+            yield f"{shown}({_short(call.args[0])}) {_COMPUTED_IMPORT_WHY}"
+        elif _module_root(module_name) == "__main__":
+            yield f"{shown}({module_name!r}) {_MAIN_WHY}"
+        elif _module_root(module_name) in _NATIVE:
+            yield f"{shown}({module_name!r}) {_NATIVE_WHY}"
+    if name in ("getattr", "setattr", "delattr", "hasattr") and len(call.args) >= 2:
+        attr = _const_str(call.args[1]) or ""
+        if attr in _FUNCTION_INTERNALS:
+            yield f"{shown}({_short(call.args[0])}, {attr!r}, ...): {_INTERNALS_WHY}"
+        elif attr in _FRAME_LINKS:
+            yield f"{shown}({_short(call.args[0])}, {attr!r}) follows a frame link: {_FRAME_LINK_WHY}"
+        resolved = _getattr_name(call, imports)
+        if resolved in _FRAMES:
+            yield f"{shown}({_short(call.args[0])}, {attr!r}) takes {resolved}: it {_FRAMES_WHY}"
+    target: ast.AST | None = None
+    if name in _SETATTRS and call.args:
+        target = call.args[0]
+    elif isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__") and not name:
+        target = func.value  # X.__setattr__("clone", f)
+    if target is not None and _patched_module(imports.canonical(target)) is None and receivers.foreign(target):
+        what = "a class or module this file did not define" if receivers.is_class_like(target) else \
+            "not an instance or class this file creates"
+        yield (f"{shown}({_short(target)}, ...) sets an attribute on {_short(target)}, {what}: on a class "
+               "(torch.Tensor, type(obj), an imported class) or a module it replaces code for everything in the "
+               "process, the gate's input copies, checks and timer included")
+    if isinstance(func, ast.Attribute) and func.attr in _DICT_WRITES:
+        owner = receivers.namespace_of(func.value)
+        if owner is not None and receivers.foreign(owner):
+            yield f"{shown}(...) writes the namespace of {_short(owner)}: {_IMPORTED_WHY}"
+    if isinstance(func, ast.Name) and func.id in assigned_params:
+        for index, param in assigned_params[func.id].items():
+            if index < len(call.args) and receivers.is_class_like(call.args[index]):
+                yield (f"passes {_short(call.args[index])}, a class or module, to {func.id}(), which assigns "
+                       f"attributes of its parameter {param}: {_CLASS_WHY}")
+
+
+def _getattr_name(node: ast.AST, imports: _Imports) -> str | None:
+    """``getattr(gc, "get_objects")`` → "gc.get_objects" (the dotted name it reaches); None otherwise."""
+    if not (isinstance(node, ast.Call) and imports.canonical(node.func) == "getattr" and len(node.args) >= 2):
+        return None
+    base, attr = imports.canonical(node.args[0]), _const_str(node.args[1])
+    return f"{base}.{attr}" if base and attr else None
+
+
+def _assigned_params(module: _Module, receivers: _Receivers) -> dict[str, dict[int, str]]:
+    """This file's plain functions that assign attributes of a positional parameter (``def
+    patch(t): t.clone = f``): function → {position: parameter}. Handing such a function a class
+    patches the class."""
+    found: dict[str, dict[int, str]] = {}
+    for fn in module.defs:
+        params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+        written: set[str] = set()
+        for node in module.own_nodes(fn):
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                for target in _flat_targets(node.targets if isinstance(node, ast.Assign) else [node.target]):
+                    parts = _dotted(target) if isinstance(target, ast.Attribute) else None
+                    if parts:
+                        written.add(parts[0])
+        hits = {i: p for i, p in enumerate(params) if p in written and p not in receivers.method_receivers}
+        if hits:
+            found[fn.name] = hits
+    return found
+
+
 # ----------------------------------------------------------------------------- entry point
 
 
@@ -733,6 +1103,49 @@ def findings_for_tree(tree: ast.Module, file: str, *, launches: list[ast.Call] |
         *_fallbacks(module, file),
         *_call_findings(module, file),
         *_reference_findings(module, file),
+        *_reach_findings(module, file),
     ]
     unique = {(p.line, p.message): p for p in problems}
     return sorted(unique.values(), key=lambda p: (p.line or 0, p.message))
+
+
+# ------------------------------------------------------------- the round's other Python files
+
+
+#: Modules a sibling file must not be named after: the operator process's folder is its first import
+#: path, so ``torch.py`` or ``random.py`` there is what the gate's own ``import`` gets.
+_SHADOWED = frozenset({
+    *(set(getattr(sys, "stdlib_module_names", ())) - {"test", "this", "antigravity"}),
+    "torch", "triton", "numpy", "torch_npu", "helix_engine", "helix_tui", "sitecustomize", "usercustomize",
+    "typing_extensions", "packaging", "filelock", "sympy", "jinja2", "fsspec", "networkx", "setuptools",
+    "pkg_resources", "ray", "pydantic",
+})
+
+
+def sibling_findings(operator: Path, shown_dir: str) -> list[Problem]:
+    """The anti-cheat findings of every file ``workspace.siblings.sibling_files`` names, each as ``shown_dir/name``
+    (a cheat keeps the operator clean and puts ``import helper`` in it, the patching in
+    ``helper.py``), in name and line order; plus a sibling named after a module the process
+    imports. A file that does not parse gives none: Python cannot import it either."""
+    problems: list[Problem] = []
+    for path in sibling_files(operator):
+        shown = f"{shown_dir}/{path.name}"
+        if path.stem in _SHADOWED:
+            problems.append(Problem(
+                shown, f"is named after the module {path.stem}: the gate's operator process imports from the round's "
+                "folder first, so its own `import " + path.stem + "` (or torch's) runs this file instead", 1,
+                "warning"))
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            problems.append(Problem(shown, f"cannot be read for the anti-cheat lint ({exc.strerror or exc}), yet the "
+                                    "gate's operator process receives it beside the operator and can import it",
+                                    None, "warning"))
+            continue
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)  # as import decodes it
+            tree = python_source.parse(data.decode(encoding), shown)
+        except (SyntaxError, ValueError, LookupError, UnicodeDecodeError):
+            continue
+        problems.extend(findings_for_tree(tree, shown))
+    return problems

@@ -5,8 +5,9 @@ checker needs. Upstream's kernel-continuity check lives in continuity.py.
 Each lint is a Problem with severity "warning" that names file:line, so the cockpit can show it
 inline and submit-round can return it as a note. The static anti-cheat lints (a torch result
 behind a dummy launch, fallback paths, side streams, threads, patching and benchmark detection,
-file writes) live in anti_cheat.py and ride along with the hard-rule ones; `anti_cheat_findings`
-gives them alone, for the gate to list.
+file writes, reaching into the process) live in anti_cheat.py and ride along with the hard-rule
+ones; `anti_cheat_findings` gives them alone, for the gate to list, and `round_anti_cheat_findings`
+adds those of the round's other Python files, which the gate's operator process receives too.
 """
 
 from __future__ import annotations
@@ -185,6 +186,14 @@ def anti_cheat_findings(source: str, file: str) -> list[Problem]:
     return anti_cheat.findings_for_tree(tree, file)
 
 
+def round_anti_cheat_findings(operator: Path, source: str, shown_dir: str) -> list[Problem]:
+    """The static anti-cheat warnings of a round: its operator's (``source``, shown as
+    ``shown_dir/<name>``) and then those of every other Python file the gate's operator process
+    receives beside it, which the operator can import (``workspace.siblings.sibling_files``)."""
+    return [*anti_cheat_findings(source, f"{shown_dir}/{Path(operator).name}"),
+            *anti_cheat.sibling_findings(Path(operator), shown_dir)]
+
+
 def _num_warps(file: str, line: int) -> Problem:
     return Problem(
         file,
@@ -222,9 +231,9 @@ def lint_round(round_dir: Path, *, operator: Path | None = None, source: str | N
         baseline_records = measure.baseline_records(round_dir.parent)
     backend = target_backend(round_dir.parent, baseline_records)
     shown = f"{round_dir.name}/{operator.name}"
-    if source is None:
-        return lint_operator(operator, backend=backend, shown_as=shown)
-    return lint_source(source, shown, backend=backend)
+    found = lint_operator(operator, backend=backend, shown_as=shown) if source is None else \
+        lint_source(source, shown, backend=backend)
+    return found + anti_cheat.sibling_findings(operator, round_dir.name)  # the helpers it can import
 
 
 def lint_file(path: Path) -> list[Problem]:

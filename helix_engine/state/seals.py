@@ -27,6 +27,7 @@ from helix_engine.errors import HelixError
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import atomic_write_json
 from helix_engine.workspace.reading import read_json_object
+from helix_engine.workspace.siblings import sibling_digests
 
 GATE_DIR = "gate"
 FORMAT = 1
@@ -206,7 +207,8 @@ def record_evidence(ws: Path, round_name: str | None, kind: str, *, job_id: str 
     body = {"kind": kind, "round": round_name, "job_id": job_id, "created_at": now_iso(), "passed": bool(passed),
             "split": bool(gate.get("split")), "all_cases": bool(gate.get("all_cases")),
             "findings": list(gate.get("findings") or []),
-            "operator": {"path": _rel(ws, operator), "sha256": files.get("operator") or sha256_file(operator)},
+            "operator": {"path": _rel(ws, operator), "sha256": files.get("operator") or sha256_file(operator),
+                         "siblings": _dict(files.get("siblings")) if "siblings" in files else sibling_digests(operator)},
             "reference": ({"path": _rel(ws, reference), "sha256": files.get("reference") or sha256_file(reference)}
                           if reference is not None else None),
             "harness": {"path": _rel(ws, harness), "sha256": files.get("test") or files.get("bench")
@@ -248,6 +250,7 @@ def evidence_issues(ws: Path, round_dir: Path, kind: str, operator: Path, perf_f
     if op.get("sha256") != sha256_file(operator):
         issues.append(f"{_rel(ws, operator)} changed after its {kind} ({job}): the file tested, benched and "
                       f"submitted must be the same bytes; run `{again}`")
+    issues.extend(_sibling_issues(ws, operator, _dict(op.get("siblings")), kind, job, again))
     ref = _dict(record.get("reference"))
     if ref.get("sha256") not in references:
         issues.append(f"the {kind} of {name} ({job}) compared with {ref.get('path') or 'no reference'}, which is not "
@@ -259,6 +262,20 @@ def evidence_issues(ws: Path, round_dir: Path, kind: str, operator: Path, perf_f
     if kind == "run-bench" and perf_file is not None and record.get("perf_sha256") != sha256_file(perf_file):
         issues.append(f"{_rel(ws, perf_file)} is not the file its run-bench ({job}) wrote: run `{again}`")
     return issues
+
+
+def _sibling_issues(ws: Path, operator: Path, ran: dict[str, Any], kind: str, job: str, again: str) -> list[str]:
+    """The Python files beside the operator that differ from those its run received (the operator
+    process can import each, so a helper swapped after the run is a different round)."""
+    now = sibling_digests(operator)
+    folder = _rel(ws, Path(operator).parent)
+    changed = sorted(n for n in set(now) | set(ran) if now.get(n) != ran.get(n))
+    if not changed:
+        return []
+    said = [f"{folder}/{n} {'is new' if n not in ran else 'is gone' if n not in now else 'changed'}" for n in changed]
+    return [f"{'; '.join(said[:6])} since the {kind} of {Path(operator).parent.name} ({job}): the operator process "
+            f"receives the files beside the operator and can import them, so they must be the ones that ran; "
+            f"run `{again}`"]
 
 
 def sealed_record_path(ws: Path) -> str | None:

@@ -262,6 +262,81 @@ def copy(x):
     touch_kernel[(1,)](x, y, 1, BLOCK=1)
     return y
 ''', ["inspect.stack(...) inspects the call stack", "sys._getframe(...) inspects the call stack"]),
+    # 7. reaching the process's own code
+    "import __main__": ('''
+import __main__  # <-
+
+
+def copy(x):
+    __main__.Slot.fetch = lambda self: None  # <-
+    y = torch.empty_like(x)
+    touch_kernel[(1,)](x, y, 1, BLOCK=1)
+    return y
+''', ["import __main__ reaches __main__, the gate's operator-process module",
+      "assigns __main__.Slot.fetch, an attribute of the imported __main__"]),
+    "ctypes": ('''
+import ctypes  # <-
+''', ["import ctypes gives the operator raw memory and foreign calls"]),
+    "import by a computed name": ('''
+import importlib
+
+_m = importlib.import_module("__ma" + "in__")  # <-
+''', ["imports a module whose name is computed"]),
+    # 8. function internals and frames
+    "function code swap": ('''
+def _fast():
+    return 0.0
+
+
+copy_fn = torch.Tensor.clone
+copy_fn.__code__ = _fast.__code__  # <-
+''', ["assigns copy_fn.__code__", "rewrite a function it did not write"]),
+    "frame walking": ('''
+def copy(x):
+    try:
+        raise RuntimeError
+    except RuntimeError as exc:
+        caller = exc.__traceback__.tb_frame.f_back  # <-
+    y = torch.empty_like(x)
+    touch_kernel[(1,)](x, y, 1, BLOCK=1)
+    return y
+''', ["follows exc.__traceback__.tb_frame.f_back", "reaches the callers' variables"]),
+    "getframe taken as a value": ('''
+_frame = getattr(sys, "_getframe")  # <-
+''', ["takes sys._getframe"]),
+    # 9. attributes of classes and modules the operator did not create
+    "setattr on an input's class": ('''
+def copy(x):
+    setattr(type(x), "clone", lambda self: self)  # <-
+    y = torch.empty_like(x)
+    touch_kernel[(1,)](x, y, 1, BLOCK=1)
+    return y
+''', ["sets an attribute on type(x), a class or module this file did not define"]),
+    "an imported class's attribute": ('''
+from collections import OrderedDict
+
+OrderedDict.__eq__ = lambda a, b: True  # <-
+''', ["assigns OrderedDict.__eq__, an attribute of the imported collections"]),
+    "through __class__": ('''
+def copy(x):
+    x.__class__.__eq__ = lambda a, b: True  # <-
+    y = torch.empty_like(x)
+    touch_kernel[(1,)](x, y, 1, BLOCK=1)
+    return y
+''', ["an attribute of a class or module this file did not define"]),
+    "a module's namespace": ('''
+import builtins
+
+vars(builtins)["print"] = None  # <-
+builtins.__dict__.update(len=None)  # <-
+''', ["in the namespace of builtins", "writes the namespace of builtins"]),
+    "a helper that patches its argument": ('''
+def _patch(cls):
+    cls.clone = lambda self: self
+
+
+_patch(torch.Tensor)  # <-
+''', ["passes torch.Tensor, a class or module, to _patch(), which assigns attributes of its parameter cls"]),
     # 6. file writes
     "open for writing": ('''
 def copy(x):
@@ -417,6 +492,40 @@ def op(x):
         pass
     return y
 ''',
+    "own instances, classes and fresh modules": '''
+import types
+import importlib.util
+
+
+class Cache:
+    hits = 0
+
+    def __init__(self):
+        self.table = {}
+        setattr(self, "misses", 0)
+
+
+_cache = Cache()
+_cache.table = {}
+Cache.hits = 1
+state = types.SimpleNamespace()
+state.ready = True
+setattr(state, "calls", 0)
+_mod = types.ModuleType("generated")
+_mod.__dict__["x"] = 1
+vars(_mod).update(y=2)
+
+
+def op(x):
+    y = torch.empty_like(x)
+    touch_kernel[(1,)](x, y, 1, BLOCK=64)
+    return y
+''',
+    "configuration namespaces": '''
+torch.backends.cudnn.benchmark = False
+torch._dynamo.config.cache_size_limit = 64
+triton.knobs.cache.dir = "/tmp/tc"
+''',
     "builtins and grid lambdas": '''
 def op(x):
     rows = max(1, min(2048 // 64, triton.next_power_of_2(x.shape[0])))
@@ -461,3 +570,28 @@ def test_findings_ride_along_with_the_hard_rule_lints() -> None:
 
 def test_unparseable_source_gives_no_anti_cheat_finding() -> None:
     assert anti_cheat_findings("def broken(:\n", "op.py") == []
+
+
+def test_the_round_s_other_python_files_are_linted_as_its_own(tmp_path: Path) -> None:
+    """A cheat keeps the operator clean and does the patching in a helper it imports (the gate's
+    operator process receives the folder's other *.py files): each is linted, by its own name; a
+    helper named after a module the process imports (torch.py) is said; a symlink or an
+    unparseable file is not one the process receives or imports."""
+    from helix_engine.state.lints import lint_round, round_anti_cheat_findings
+
+    round_dir = tmp_path / "opt-round-2"
+    round_dir.mkdir()
+    op = round_dir / "opt_add.py"
+    op.write_text(operator_source().replace("import torch\n", "import torch\nimport helper\n", 1), encoding="utf-8")
+    (round_dir / "helper.py").write_text(
+        "import torch\n\n\ndef fast(x):\n    return x\n\n\nsetattr(torch.Tensor, 'clone', fast)\n", encoding="utf-8")
+    (round_dir / "torch.py").write_text("", encoding="utf-8")
+    (round_dir / "broken.py").write_text("def (:\n", encoding="utf-8")
+    (tmp_path / "elsewhere.py").write_text("import ctypes\n", encoding="utf-8")
+    (round_dir / "linked.py").symlink_to(tmp_path / "elsewhere.py")
+    found = round_anti_cheat_findings(op, op.read_text(encoding="utf-8"), "opt-round-2")
+    shown = [str(p) for p in found]
+    assert [p.file for p in found] == ["opt-round-2/helper.py", "opt-round-2/torch.py"], shown
+    assert shown[0].startswith("opt-round-2/helper.py:8: setattr(torch.Tensor, ...)"), shown
+    assert "is named after the module torch" in shown[1]
+    assert [str(p) for p in lint_round(round_dir, operator=op) if p.file != "opt-round-2/opt_add.py"] == shown

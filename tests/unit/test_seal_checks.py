@@ -261,3 +261,24 @@ def test_self_reported_statuses_are_recorded_as_such_and_never_promote(tmp_path:
     rc, text = _cli(capsys, *argv, "--json")  # statuses from the jobs again: the mark goes with the flags
     state = json.loads(text)["round_state"]
     assert state["self_reported_statuses"] == [] and state["correctness_status"] == "not_run"
+
+
+def test_a_ledger_whose_best_is_not_the_promoted_one_is_said(tmp_path: Path) -> None:
+    """submit-round writes the promoted best into opt-note.md; a ledger edited to log another best
+    (the baseline here, or a round the promotion rule did not promote) is a status warning, and
+    the promoted best is what status reports."""
+    from helix_engine.status import LEDGER_EDITED, operator_status
+    from helix_engine.workspace.snapshot import load_workspace
+
+    ws = _accepted(tmp_path)
+    _submitted(ws, 1, 0.5)
+    status = operator_status(load_workspace(ws))
+    assert not any(w.startswith(LEDGER_EDITED) for w in status.warnings), status.warnings
+    note = ws / "opt-note.md"
+    text = note.read_text(encoding="utf-8")
+    assert "Final best round: round-1" in text, text
+    note.write_text(text.replace("Final best round: round-1", "Final best round: baseline"), encoding="utf-8")
+    status = operator_status(load_workspace(ws))
+    said = [w for w in status.warnings if w.startswith(LEDGER_EDITED)]
+    assert len(said) == 1 and "logs baseline as the best round but the promotion rule's best is" in said[0], \
+        status.warnings

@@ -72,6 +72,30 @@ def test_a_swap_after_the_runs_names_the_changed_file(tmp_path: Path) -> None:
     assert any("opt-round-1/opt_add.py changed after its run-bench" in i for i in issues)
 
 
+def test_a_helper_swapped_added_or_removed_after_the_runs_is_refused(tmp_path: Path) -> None:
+    """The operator process can import the files beside the operator: a cheat benches with a
+    patching helper.py and swaps in an honest one (or adds one, or removes it) before submit-round."""
+    ws = _accepted(tmp_path)
+    helper = ws / "opt-round-1" / "helper.py"
+    helper.write_text("SCALE = 1\n", encoding="utf-8")
+    _record(ws, "run-test")
+    _record(ws, "run-bench")
+    assert check_round(ws / "opt-round-1").passed
+    helper.write_text("SCALE = 2\n", encoding="utf-8")
+    (ws / "opt-round-1" / "extra.py").write_text("", encoding="utf-8")
+    issues = check_round(ws / "opt-round-1").issues
+    for kind in ("run-test", "run-bench"):
+        assert any(f"opt-round-1/extra.py is new; opt-round-1/helper.py changed since the {kind} of opt-round-1"
+                   in i for i in issues), issues
+    helper.unlink()
+    (ws / "opt-round-1" / "extra.py").unlink()
+    issues = check_round(ws / "opt-round-1").issues
+    assert any("opt-round-1/helper.py is gone since the run-bench" in i for i in issues), issues
+    (ws / "opt-round-1" / "notes.txt").write_text("not python", encoding="utf-8")  # not imported: not checked
+    helper.write_text("SCALE = 1\n", encoding="utf-8")
+    assert check_round(ws / "opt-round-1").passed
+
+
 def test_a_perf_file_edited_after_its_bench_is_refused(tmp_path: Path) -> None:
     ws = _accepted(tmp_path)
     _record(ws, "run-test")
