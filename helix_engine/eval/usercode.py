@@ -107,7 +107,26 @@ class UserCodeError(HarnessContractError):
         what = "the harness" if harness else "the operator"
         message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
         error = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-        return cls(file, line, error, user_traceback(exc), what)
+        return cls(file, line, with_hint(error), user_traceback(exc), what)
+
+
+#: Errors whose text does not say what to do, and the sentence that does: (words in the error, hint).
+_HINTS = (
+    ("active drivers", "Triton's autotuner times its configs on a GPU or NPU driver, and the CPU interpreter "
+                       "(TRITON_INTERPRET=1) has none: run on --backend cuda or npu, or give the kernel one config "
+                       "when TRITON_INTERPRET is set (the interpreter checks correctness; it cannot tune)"),
+)
+
+
+def hint_for(error: str) -> str | None:
+    """For an error known not to say what to do, the sentence that does."""
+    return next((hint for words, hint in _HINTS if words in error), None)
+
+
+def with_hint(error: str) -> str:
+    """``error`` and, where ``hint_for`` has one, its hint."""
+    hint = hint_for(error)
+    return f"{error} ({hint})" if hint and hint not in error else error
 
 
 def user_traceback(exc: BaseException) -> str:
@@ -156,6 +175,6 @@ def group_case_errors(errors: list[tuple[str, str]]) -> list[str]:
     when several cases share it, else ``case: error``; in first-seen order."""
     cases: dict[str, list[str]] = {}
     for case, error in errors:
-        cases.setdefault(error, []).append(case)
+        cases.setdefault(with_hint(error), []).append(case)
     return [f"{error} (the same error in cases {', '.join(ids)})" if len(ids) > 1 else f"{ids[0]}: {error}"
             for error, ids in cases.items()]

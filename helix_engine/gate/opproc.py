@@ -323,10 +323,12 @@ def _coverage(module: Any) -> Any:
 
 
 def _error_reply(exc: BaseException) -> dict[str, Any]:
-    from helix_engine.eval.usercode import UserCodeError, user_traceback
+    from helix_engine.eval.usercode import UserCodeError, hint_for, user_traceback, with_hint
 
-    reply: dict[str, Any] = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000],
-                             "traceback": user_traceback(exc)[-8000:]}
+    error = f"{type(exc).__name__}: {exc}"[:2000]
+    hint = hint_for(error)
+    reply: dict[str, Any] = {"ok": False, "error": with_hint(error),
+                             "traceback": user_traceback(exc)[-8000:] + (f"helix: {hint}\n" if hint else "")}
     if isinstance(exc, UserCodeError):
         reply["user_code_error"] = exc.to_json()
     elif isinstance(exc, (KeyError, AssertionError, wire.WireError)) and not reply["traceback"].strip():

@@ -135,12 +135,14 @@ class Sides:
             wall, reply = client.timed_round_trip({"cmd": "once"})
             null, _ = client.timed_round_trip({"cmd": "noop"})  # the pipe's cost now, under the same load
             claimed = reply.get("us")
-            work = max(0.0, (wall - null) * 1e6)
+            claim = float(claimed) if isinstance(claimed, (int, float)) and math.isfinite(claimed) else -1.0
             # the sample is the supervisor's: the call's round trip less an empty one's, on a clock the
-            # operator's process cannot reach (what that process claims is only held to it)
+            # operator's process cannot reach (what that process claims is only held to it); an empty
+            # round trip slower than the call's (preempted on a loaded box) leaves the claim, bounded by
+            # the round trip: a claim can only make a side slower than the supervisor's clock says
+            work = max((wall - null) * 1e6, min(claim, wall * 1e6), 0.0)
             samples.append(work)
-            self.walls.setdefault(side, []).append(
-                (work, float(claimed) if isinstance(claimed, (int, float)) and math.isfinite(claimed) else -1.0))
+            self.walls.setdefault(side, []).append((work, claim))
         self._slot_noted(side, start, samples)
         if mode is None:
             return {}

@@ -106,6 +106,31 @@ def target_backend(workspace: Path | None, baseline_records: list | None = None)
     return None
 
 
+_BACKWARD = re.compile(r"(^|_)(bwd|backward|grad)(_|$)", re.IGNORECASE)
+
+
+def _backward_kernels(tree: ast.AST, launches: list[ast.Call], names: set[str]) -> set[str]:
+    """The kernels of a backward pass, off the forward call's hot path that the bench times: each
+    of its launches sits (innermost) in a function named ``backward`` (an autograd.Function's) or
+    ``*_bwd``/``*_backward``/``*_grad``; a kernel never launched here, when it is named so itself."""
+    innermost: dict[int, str] = {}  # launch → the name of the innermost function around it
+    wanted = {id(c) for c in launches}
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if id(child) in wanted:
+                innermost[id(child)] = function
+            visit(child, child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function)
+
+    visit(tree, "")
+    where: dict[str, set[str]] = {}
+    for call in launches:
+        ref = call.func.value if isinstance(call.func, ast.Subscript) else None
+        kernel = ref.id if isinstance(ref, ast.Name) else ref.attr if isinstance(ref, ast.Attribute) else ""
+        where.setdefault(kernel, set()).add(innermost.get(id(call), ""))
+    return {k for k in names if (all(_BACKWARD.search(f) for f in where[k]) if k in where else _BACKWARD.search(k))}
+
+
 def lint_source(source: str, file: str, *, backend: str | None = None) -> list[Problem]:
     """Hard-rule warnings for one operator source (empty when it does not parse: the
     checker's other stages already say what is wrong with such a file)."""
@@ -149,6 +174,8 @@ def lint_source(source: str, file: str, *, backend: str | None = None) -> list[P
             for key in node.keys:
                 if isinstance(key, ast.Constant) and key.value == "num_warps":
                     problems.append(_num_warps(file, key.lineno))
+    backward = _backward_kernels(tree, launch_calls, {k.name for k in kernels})
+    kernels = [k for k in kernels if k.name not in backward]  # the forward call's hot path is what is timed
     if len(kernels) > 1:
         kernels.sort(key=lambda k: k.lineno)
         names = ", ".join(f"{k.name} (line {k.lineno})" for k in kernels)

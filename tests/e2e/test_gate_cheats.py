@@ -215,3 +215,32 @@ def scale(x):
     assert run_test(op, ref_operator_file=ref).exit_code == 0
     held = run_test(op, ref_operator_file=ref, held_out=True)
     assert held.exit_code == 1 and "held-out" in held.text, held.text
+
+
+AUTOTUNED = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])
+@triton.jit
+def scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2.0, mask=offs < n)
+
+
+def scale(x):
+    y = torch.empty_like(x)
+    scale_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, y, x.numel())
+    return y
+"""
+
+
+def test_an_autotuned_kernel_on_the_interpreter_fails_with_what_to_do(tmp_path: Path) -> None:
+    """Triton's autotuner needs a device driver to time its configs; the CPU interpreter has none
+    and Triton's own error ("0 active drivers") does not say so."""
+    ws = _workspace(tmp_path, AUTOTUNED)
+    out = run_test(ws / "opt-round-1" / "opt_scale.py", ref_operator_file=ws / "baseline" / "scale.py")
+    assert out.exit_code != 0
+    assert "active drivers" in out.text and "the CPU interpreter (TRITON_INTERPRET=1) has none" in out.text, out.text

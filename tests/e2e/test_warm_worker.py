@@ -349,6 +349,7 @@ def test_what_a_fork_started_does_not_outlive_it(served: Path, tmp_path: Path) -
                   f"    open({str(mark)!r}, 'w').write(str(os.getpid()))\n"
                   "    time.sleep(60)\n"
                   "    os._exit(0)\n"
+                  "time.sleep(30)  # the job is still running when the test kills it, however loaded the box\n"
                   + (served / "opt-round-1" / "softmax.py").read_text())
     thread = threading.Thread(target=lambda: probe_bench(op, against="baseline",
                                                          bench_file=served / "bench_softmax.py"))

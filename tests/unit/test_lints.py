@@ -67,6 +67,46 @@ def both(x):
     assert "relu_kernel (line 7)" in problems[0].message and "2 @triton.jit kernels" in problems[0].message
 
 
+LAYERNORM_FWD_BWD = """\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _layer_norm_fwd_fused(X, Y, N, BLOCK: tl.constexpr):
+    pass
+@triton.jit
+def _layer_norm_bwd_dx_fused(X, Y, N, BLOCK: tl.constexpr):
+    pass
+@triton.jit
+def _layer_norm_bwd_dwdb(X, Y, N, BLOCK: tl.constexpr):
+    pass
+class LayerNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.empty_like(x)
+        _layer_norm_fwd_fused[(1,)](x, y, 1, BLOCK=1)
+        return y
+    @staticmethod
+    def backward(ctx, dy):
+        dx = torch.empty_like(dy)
+        _layer_norm_bwd_dx_fused[(1,)](dy, dx, 1, BLOCK=1)
+        _layer_norm_bwd_dwdb[(1,)](dy, dx, 1, BLOCK=1)
+        return dx
+layer_norm = LayerNorm.apply
+"""
+
+
+def test_the_fuse_hint_counts_only_kernels_on_the_forward_path() -> None:
+    """The Triton tutorial's LayerNorm: one forward kernel and two that only its autograd backward
+    launches (the bench times the forward call): no hint to fuse; three forward kernels: one."""
+    assert [p for p in lint_source(LAYERNORM_FWD_BWD, "ln.py") if "fuse" in p.message] == []
+    forward_only = LAYERNORM_FWD_BWD.replace("def backward", "def also_forward")
+    hinted = [p for p in lint_source(forward_only, "ln.py") if "fuse" in p.message]
+    assert len(hinted) == 1 and "3 @triton.jit kernels" in hinted[0].message
+
+
 @pytest.mark.parametrize(
     "snippet",
     ["relu_kernel[grid](x, out, n, BLOCK=256, num_warps=4)",
