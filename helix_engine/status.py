@@ -16,6 +16,7 @@ from typing import Any
 
 from helix_engine.perf.report import estimate_to_json
 from helix_engine.perf.results import NOT_PROMOTED, RoundPromotion, SpeedupEstimate
+from helix_engine.perf.round_number import RoundNumber, round_number
 from helix_engine.record import record
 from helix_engine.sanitize import SGR, clean
 from helix_engine.workspace import logged_best, status_rules
@@ -35,9 +36,9 @@ class OperatorStatus:
     name: str
     path: Path
     state: str
-    avg_improvement: float | None  # fraction, like upstream (0.3 = +30.0%)
-    geomean_speedup: float | None
-    best_round: str | None  # upstream's: the highest geomean
+    avg_improvement: float | None  # fraction, like upstream (0.3 = +30.0%): the best round's (round_number)
+    geomean_speedup: float | None  # the best round's, as every screen shows it (perf/round_number.py)
+    best_round: str | None  # the promotion rule's best round ("round-N"); None: no round promoted
     logged_best: str | None
     verified: bool
     verified_geomean_speedup: float | None
@@ -53,6 +54,10 @@ class OperatorStatus:
     promoted_geomean: SpeedupEstimate | None = None  # its geomean vs baseline (ratio of means)
     promoted_paired: bool = False  # promoted_geomean is the paired run's (not the perf files')
     noise_margin: str = "default 1%"  # ours: which margin the promotion rule used (helix calibrate)
+    best_number: RoundNumber | None = None  # the best round's number (geomean_speedup's source)
+    upstream_best_round: str | None = None  # upstream's best: the highest perf-file geomean of any round
+    upstream_geomean_speedup: float | None = None  # upstream's: that round's perf files against the baseline's
+    upstream_avg_improvement: float | None = None  # fraction, of the same two perf files
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +82,11 @@ class OperatorStatus:
             "promoted_geomean_measured": ("paired run" if self.promoted_paired else "perf files")
             if self.promoted_geomean is not None else None,
             "noise_margin": self.noise_margin,
+            "measured": self.best_number.measured if self.best_number is not None else None,
+            "geomean_ci95": self.best_number.to_json()["geomean_ci95"] if self.best_number is not None else None,
+            "upstream_best_round": self.upstream_best_round,
+            "upstream_geomean_speedup": self.upstream_geomean_speedup,
+            "upstream_avg_improvement": self.upstream_avg_improvement,
         }
 
     def round_speedups(self) -> dict[str, float]:
@@ -105,19 +115,26 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
     best = ev.best
     verify = snap.extra.get("verify") or {}
     rounds = []
+    numbers: dict[int, RoundNumber | None] = {}
     for n in sorted(snap.rounds):
         view = snap.rounds[n]
         result = ev.results.get(n)
         comp = result.comparison if result is not None and result.comparable else None
+        number = round_number(comp, ev.promotion.rounds.get(n))
+        numbers[n] = number
+        shown = number.to_json() if number is not None else {}
         rounds.append({
             "round": n,
             "dir": view.name,
             "status": round_status(view, snap),
             "parent": view.parent,
             "comparable": comp is not None,
-            "geomean_speedup": comp.geomean_speedup if comp else None,
-            "avg_improvement": comp.avg_improvement_pct / 100.0 if comp and comp.avg_improvement_pct is not None
-            else None,
+            "geomean_speedup": shown.get("geomean_speedup"),  # round_number: one number per round
+            "geomean_ci95": shown.get("geomean_ci95"),
+            "avg_improvement": shown.get("avg_improvement"),
+            "measured": shown.get("measured"),
+            "upstream_geomean_speedup": shown.get("upstream_geomean_speedup"),
+            "upstream_avg_improvement": shown.get("upstream_avg_improvement"),
             "metric_source": comp.metric_source if comp else None,
             "skip_reason": ev.skipped.get(n),
             "problems": len(view.problems),
@@ -136,14 +153,20 @@ def operator_status(snap: WorkspaceSnapshot, metric: str | None = None) -> Opera
     if temps is not None:
         problems.append(temps)
     wf = snap.workflow
+    promoted = numbers.get(ev.promotion.best_round) if ev.promotion.best_round is not None else None
     return OperatorStatus(
         name=snap.name,
         path=snap.root,
         state=ev.state,
-        avg_improvement=(best.avg_improvement_pct / 100.0 if best and best.avg_improvement_pct is not None
+        avg_improvement=(promoted.avg_improvement_pct / 100.0 if promoted and promoted.avg_improvement_pct is not None
                          else None),
-        geomean_speedup=best.geomean_speedup if best else None,
-        best_round=f"round-{ev.best_round}" if ev.best_round is not None else None,
+        geomean_speedup=promoted.point if promoted else None,
+        best_round=f"round-{ev.promotion.best_round}" if ev.promotion.best_round is not None else None,
+        best_number=promoted,
+        upstream_best_round=f"round-{ev.best_round}" if ev.best_round is not None else None,
+        upstream_geomean_speedup=best.geomean_speedup if best else None,
+        upstream_avg_improvement=(best.avg_improvement_pct / 100.0 if best and best.avg_improvement_pct is not None
+                                  else None),
         logged_best=ev.logged.value,
         verified=bool(verify.get("verified")),
         verified_geomean_speedup=verify.get("geomean"),
@@ -369,11 +392,7 @@ def render_best_text(items: list[OperatorStatus], *, color: bool = False) -> str
         if item.state == "no-session":
             lines += _ours(item)
             continue
-        imp = None if item.avg_improvement is None else item.avg_improvement * 100.0
-        lines.append(f"  Avg improvement: {'unknown' if imp is None else f'{imp:+.1f}%'}")
-        geo = item.geomean_speedup
-        lines.append(f"  Geomean speedup: {'unknown' if geo is None else f'{geo:.2f}x'}")
-        lines.append(f"  Best round: {item.best_round or 'unknown'}")
+        lines += _best_lines(item)
         if item.logged_best is not None:
             lines.append(f"  Logged best: {clean(item.logged_best)}")
         if item.latest_verify is not None:
@@ -390,6 +409,26 @@ def render_best_text(items: list[OperatorStatus], *, color: bool = False) -> str
         lines += _ours(item)
     lines.append(summary_line(items))
     return "\n".join(lines) + "\n"
+
+
+def _best_lines(item: OperatorStatus) -> list[str]:
+    """Upstream's three lines, on the promotion rule's best round and its number (the one every
+    screen shows: paired when measured so, with its interval); upstream's own best and numbers,
+    from the perf files, on a line that says so when they differ."""
+    number = item.best_number
+    imp = None if item.avg_improvement is None else item.avg_improvement * 100.0
+    if number is None:
+        lines = ["  Avg improvement: unknown", "  Geomean speedup: unknown",
+                 f"  Best round: {'baseline (no round promoted)' if item.upstream_best_round else 'unknown'}"]
+    else:
+        lines = [f"  Avg improvement: {'unknown' if imp is None else f'{imp:+.1f}%'}",
+                 f"  Geomean speedup: {number.text(source=number.measured == 'paired run')}", f"  Best round: {item.best_round}"]
+    up = item.upstream_geomean_speedup
+    if up is not None and (item.upstream_best_round != item.best_round or number is None
+                           or f"{up:.2f}" != f"{number.point:.2f}"):
+        up_imp = "" if item.upstream_avg_improvement is None else f", avg {item.upstream_avg_improvement * 100:+.1f}%"
+        lines += _wrap(f"Perf files (upstream's rule, unpaired): {item.upstream_best_round} {up:.2f}x{up_imp}")
+    return lines
 
 
 def summary_line(items: list[OperatorStatus]) -> str:

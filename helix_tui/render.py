@@ -11,7 +11,9 @@ import math
 
 from rich.text import Text
 
-from helix_engine.perf.results import SpeedupEstimate
+from helix_engine.perf.results import RoundPromotion, SpeedupEstimate
+from helix_engine.perf.round_number import RoundNumber
+from helix_engine.perf.round_number import round_number as number_of
 from helix_engine.sanitize import clean
 from helix_engine.workspace.models import Problem, RoundView, WorkspaceSnapshot
 
@@ -116,8 +118,22 @@ def status_icon(status: str) -> str:
     return {"passed": ICON_PASSED, "failed": ICON_FAILED, "active": "▶"}.get(status, ICON_OPEN)
 
 
-def round_geomean(view: RoundView) -> float | None:
-    return view.comparison.geomean_speedup if view.comparison is not None else None
+def round_number(snap: WorkspaceSnapshot, n: int) -> RoundNumber | None:
+    """Round ``n``'s speedup against the baseline as every screen and file shows it
+    (perf/round_number.py: paired when measured so, with the promotion rule's interval)."""
+    view = snap.rounds.get(n)
+    if view is None:
+        return None
+    return number_of(view.comparison, promotion_entry(snap, n))
+
+
+def promotion_entry(snap: WorkspaceSnapshot, n: int) -> RoundPromotion | None:
+    return snap.promotion.rounds.get(n) if snap.promotion is not None else None
+
+
+def round_geomean(snap: WorkspaceSnapshot, n: int) -> float | None:
+    found = round_number(snap, n)
+    return found.point if found is not None else None
 
 
 def error_count(problems: list[Problem]) -> int:
@@ -146,7 +162,7 @@ def best_geomean(snap: WorkspaceSnapshot) -> float | None:
     """The geomean of the promotion rule's current best (the round the tree stars)."""
     n = snap.promoted_best_round
     if n is not None and n in snap.rounds:
-        return round_geomean(snap.rounds[n])
+        return round_geomean(snap, n)
     return None
 
 

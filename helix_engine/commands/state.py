@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from helix_engine.commands.goal_flags import add_goal_flags, goals_line, parse_plausible_bound, record_from_args
 from helix_engine.commands.workspace_flag import add_workspace_flag
@@ -270,9 +270,24 @@ def _repair(args: argparse.Namespace) -> int:
     return code
 
 
+def _number_json(c: Any) -> dict[str, Any]:
+    """round_number's fields (the number every screen shows; avg_improvement in percent here, as
+    this payload always had it), and the perf files' own geomean under upstream's name."""
+    from helix_engine.perf.report import estimate_to_json
+    from helix_engine.perf.round_number import round_number
+
+    number = round_number(c)
+    if number is None:
+        return {"geomean_speedup": None, "geomean_mean": None, "avg_improvement": None, "measured": None,
+                "upstream_geomean_speedup": c.geomean_speedup}
+    return {"geomean_speedup": number.point, "geomean_mean": estimate_to_json(number.geomean),
+            "avg_improvement": number.avg_improvement_pct, "measured": number.measured,
+            "upstream_geomean_speedup": number.upstream_geomean,
+            "upstream_avg_improvement": number.upstream_avg_improvement_pct}
+
+
 def _round_state(args: argparse.Namespace) -> int:
     from helix_engine.errors import HelixError
-    from helix_engine.perf.report import estimate_to_json
     from helix_engine.state import round_fill
     from helix_engine.state.lifecycle import existing_round_state, write_round_state
     from helix_engine.workspace import layout
@@ -307,9 +322,7 @@ def _round_state(args: argparse.Namespace) -> int:
         c = derived.comparison
         print_json({"round_state_path": str(path), "round_state": state,
                     "summary_written": str(summary) if summary else None,
-                    "comparison": None if c is None else {"geomean_speedup": c.geomean_speedup,
-                                                          "geomean_mean": estimate_to_json(c.geomean),
-                                                          "avg_improvement": c.avg_improvement_pct,
+                    "comparison": None if c is None else {**_number_json(c),
                                                           "metric_source": c.metric_source, "errors": c.errors},
                     "notes": derived.notes})
     else:

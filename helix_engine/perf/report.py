@@ -13,6 +13,7 @@ from helix_engine.perf import stats
 from helix_engine.perf.formulas import format_delta
 from helix_engine.perf.results import STATISTIC_LABEL, SpeedupEstimate
 from helix_engine.perf.results import RoundEvaluation as Comparison
+from helix_engine.perf.round_number import round_number
 from helix_engine.sanitize import clean
 
 MIXED_LINE = "mixed (kernel + total-op fallback)"
@@ -45,8 +46,15 @@ def format_comparison(comparison: Comparison, *, section: bool = False) -> str:
             f"compare={clean(case.compare_display)}, "
             f"delta={format_delta(case.baseline_us, case.compare_us)}"
         )
-    lines.append(f"Avg improvement: {fmt_improvement(comparison.avg_improvement_pct)}")
-    lines.append(f"Geomean speedup: {fmt_speedup(comparison.geomean_speedup)}")
+    number = round_number(comparison)
+    if number is not None and number.measured == "paired run":  # the number verdicts rest on, then the files'
+        lines.append(f"Avg improvement: {fmt_improvement(number.avg_improvement_pct)} (paired run)")
+        lines.append(f"Geomean speedup: {number.text()}")
+        lines.append(f"Perf files (unpaired): avg improvement {fmt_improvement(comparison.avg_improvement_pct)}, "
+                     f"geomean speedup {fmt_speedup(comparison.geomean_speedup)}")
+    else:  # upstream's lines, as upstream prints them
+        lines.append(f"Avg improvement: {fmt_improvement(comparison.avg_improvement_pct)}")
+        lines.append(f"Geomean speedup: {fmt_speedup(comparison.geomean_speedup)}")
     lines.append(f"Metric source: {metric_source_line(comparison)}")
     if comparison.skipped:
         lines.append(
@@ -142,10 +150,20 @@ def estimate_to_json(estimate: SpeedupEstimate | None) -> dict[str, object] | No
 def comparison_to_json(comparison: Comparison) -> dict[str, object]:
     """The ``--json`` form of one comparison (ours; upstream has no JSON for compare-perf).
 
-    ``speedup`` and ``geomean_speedup`` are upstream's numbers (ratio of means); each
-    ``speedup_*``/``geomean_*`` object is one statistic with its own interval and verdict.
-    ``paired``: the same comparison from a paired run, which the verdicts use."""
-    out = _comparison_json(comparison)
+    The top level is the comparison verdicts rest on: the paired run's when there is one (both
+    sides measured in one job), else the two perf files' (``measured`` says which); ``speedup``
+    and ``geomean_speedup`` are ratios of means; each ``speedup_*``/``geomean_*`` object is one
+    statistic with its own interval and verdict. ``upstream_geomean_speedup`` and
+    ``upstream_avg_improvement`` are the two perf files' (upstream's compare-perf numbers);
+    ``perf_files``: their whole comparison when the top level is the paired one; ``paired``: the
+    paired comparison (also at the top level then)."""
+    number = round_number(comparison)
+    judged = comparison.judged if number is not None and number.measured == "paired run" else comparison
+    out = _comparison_json(judged)  # the numbers verdicts rest on (perf/round_number.py), at the obvious keys
+    out["measured"] = number.measured if number is not None else None
+    out["upstream_geomean_speedup"] = comparison.geomean_speedup  # the two perf files' (upstream's compare-perf)
+    out["upstream_avg_improvement"] = comparison.avg_improvement_pct
+    out["perf_files"] = _comparison_json(comparison) if judged is not comparison else None
     out["paired"] = _comparison_json(comparison.paired) if comparison.paired is not None else None
     return out
 

@@ -25,6 +25,7 @@ from helix_engine.perf.results import (
     RoundPromotion,
     SpeedupEstimate,
 )
+from helix_engine.perf.round_number import RoundNumber, round_number
 from helix_engine.state import measure
 from helix_engine.workspace import files, layout
 from helix_engine.workspace.markdown import (
@@ -62,22 +63,19 @@ def _geomean_text(estimate: SpeedupEstimate) -> str:
     return text
 
 
-def _measured(view: RoundView | None, promotion: RoundPromotion | None,
-              ) -> tuple[RoundEvaluation | None, SpeedupEstimate | None]:
-    """The round's comparison with the baseline and its geomean (with the interval when the
-    promotion rule computed one: its entry, ``promotion``)."""
+def _measured(view: RoundView | None, promotion: RoundPromotion | None) -> tuple[RoundEvaluation | None,
+                                                                                RoundNumber | None]:
+    """The round's comparison with the baseline and its number (perf/round_number.py: the one every
+    screen shows, its geomean and average improvement from one comparison)."""
     if view is None or view.comparison is None:
         return None, None
-    promoted = promotion.vs_baseline if promotion is not None else None
-    return view.comparison, promoted or view.comparison.geomean
+    return view.comparison, round_number(view.comparison, promotion)
 
 
-def _sources(promotion: RoundPromotion | None, geomean: SpeedupEstimate) -> tuple[str, str]:
-    """The labels after the geomean and after the average improvement: (" (paired run)",
-    " (perf files)") when the geomean is the paired run's (both sides in one job) and the average
-    the perf files', which is then two measurements on one line; none when both are the files'."""
-    paired = promotion is not None and promotion.vs_baseline_paired and geomean is promotion.vs_baseline
-    return (" (paired run)", " (perf files)") if paired else ("", "")
+def _number_text(number: RoundNumber) -> str:
+    """``7.11x [6.08x, 8.37x] geomean speedup, +84.9% avg improvement (paired run)``."""
+    return (f"{_geomean_text(number.geomean)} geomean speedup, {fmt_improvement(number.avg_improvement_pct)} avg "
+            f"improvement ({number.measured})")
 
 
 def result_text(view: RoundView | None, issues: list[str] | None = None, *,
@@ -89,12 +87,11 @@ def result_text(view: RoundView | None, issues: list[str] | None = None, *,
     cs = state.correctness_status if state is not None else "not_run"
     bs = state.benchmark_status if state is not None else "not_run"
     parts = [f"correctness {cs}", f"benchmark {bs}"]
-    comparison, geomean = _measured(view, promotion)
-    if comparison is not None and geomean is not None:
-        sources = _sources(promotion, geomean)
+    comparison, number = _measured(view, promotion)
+    if comparison is not None and number is not None:
         parts.append(
-            f"geomean speedup {_geomean_text(geomean)}{sources[0]}, avg improvement "
-            f"{fmt_improvement(comparison.avg_improvement_pct)}{sources[1]} vs baseline ({comparison.metric_source})"
+            f"geomean speedup {_geomean_text(number.geomean)}, avg improvement "
+            f"{fmt_improvement(number.avg_improvement_pct)} vs baseline ({number.measured}, {comparison.metric_source})"
         )
     elif comparison is not None and comparison.errors:
         parts.append("no comparison with the baseline: " + _one_line(comparison.errors[0], 120))
@@ -184,13 +181,11 @@ def _overall(views: dict[int, RoundView], promotion: Promotion, submitted: int) 
     for k in sorted(promotion.rounds):
         if promotion.status_of(k) not in (CURRENT_BEST, VALIDATED) or k not in views:
             continue
-        comparison, geomean = _measured(views[k], promotion.rounds.get(k))
+        comparison, number = _measured(views[k], promotion.rounds.get(k))
         state = views[k].state
-        if comparison is None or geomean is None or state is None:
+        if comparison is None or number is None or state is None:
             continue
-        tags = _sources(promotion.rounds.get(k), geomean)
-        point = (f"{_one_line(state.hypothesis, 80)}: {_geomean_text(geomean)}{tags[0]} geomean, "
-                 f"{fmt_improvement(comparison.avg_improvement_pct)}{tags[1]} avg vs baseline")
+        point = f"{_one_line(state.hypothesis, 80)}: {_number_text(number)} vs baseline"
         points.append((k, point))
     if best is None:
         return OverallFields(
@@ -200,16 +195,14 @@ def _overall(views: dict[int, RoundView], promotion: Promotion, submitted: int) 
                      f"{submitted} submitted round(s); the baseline stays the best."),
             key_points=points,
         )
-    comparison, geomean = _measured(views[best], promotion.rounds.get(best))
-    assert comparison is not None and geomean is not None
-    tags = _sources(promotion.rounds.get(best), geomean)
+    comparison, number = _measured(views[best], promotion.rounds.get(best))
+    assert comparison is not None and number is not None
     return OverallFields(
         final_best_round=f"round-{best}",
-        avg_improvement=fmt_improvement(comparison.avg_improvement_pct),
-        geomean_speedup=fmt_speedup(geomean.point),
+        avg_improvement=fmt_improvement(number.avg_improvement_pct),
+        geomean_speedup=fmt_speedup(number.point),  # upstream parses this line: the number only (Outcome says the rest)
         validated_branches=", ".join(validated) if validated else "none",
-        outcome=(f"round-{best} is the current best: {_geomean_text(geomean)}{tags[0]} geomean speedup, "
-                 f"{fmt_improvement(comparison.avg_improvement_pct)}{tags[1]} avg improvement vs baseline, faster "
+        outcome=(f"round-{best} is the current best: {_number_text(number)} vs baseline, faster "
                  f"beyond the {margin} noise margin, after {submitted} submitted round(s) "
                  f"({len(validated)} other validated)."),
         key_points=points,

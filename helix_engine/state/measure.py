@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from helix_engine.perf.results import Promotion, RoundEvaluation, RoundPromotion
+from helix_engine.perf.round_number import round_number
 from helix_engine.state import baseline as base
 from helix_engine.state import checks
 from helix_engine.workspace import layout, status_rules
@@ -35,7 +36,8 @@ class RoundMeasure:
         c = self.comparison
         if c is None or c.errors or c.skipped:
             return None
-        return c.geomean_speedup
+        number = round_number(c)  # the number every screen shows (paired when measured so)
+        return number.point if number is not None else None
 
 
 def baseline_records(workspace: Path) -> list[PerfRecord] | None:
@@ -67,7 +69,11 @@ def measure_round(workspace: Path, n: int, baseline: list[PerfRecord] | None) ->
     if baseline and found.perf_path is not None and state.benchmark_status == "passed":
         records, _ = read_perf(found.perf_path, workspace)
         if records:
+            from helix_engine.perf.paired import attach_paired
+
             comparison = evaluate(baseline, records, rule="compare-perf", metric=metric, with_ci=False)
+            attach_paired(comparison, found.perf_path, base.inspect_baseline(workspace).operator_path, records,
+                          workspace=workspace, ci_statistics=("mean",))
     return RoundMeasure(n, state, metric, comparison, completed)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from helix_engine.errors import HelixError
 from helix_engine.perf.results import RoundEvaluation
+from helix_engine.perf.round_number import round_number
 from helix_engine.workspace import files, layout
 
 #: job status → round-state status. Only a job that ran to a verdict counts: queued/running have
@@ -130,14 +131,20 @@ def _has_output(round_dir: Path, declared: Any, default: str) -> bool:
 
 
 def compare_with_baseline(ws: Path, perf: Path, baseline_perf: Path) -> RoundEvaluation:
-    """compare-perf's comparison (the evaluation core), with intervals when samples exist."""
+    """compare-perf's comparison (the evaluation core), with intervals when samples exist, and the
+    paired run's beside it when the round's perf file has a current one against the baseline
+    operator (what round_number then reads: the number every screen shows)."""
     from helix_engine.perf.artifact import read_perf
     from helix_engine.perf.evaluation import evaluate
+    from helix_engine.perf.paired import attach_paired
+    from helix_engine.state.baseline import inspect_baseline
 
     base, _ = read_perf(baseline_perf, ws)
     cand, _ = read_perf(perf, ws)
-    return evaluate(base, cand, rule="compare-perf", metric="auto", with_ci=True,
-                    baseline_name=str(baseline_perf), compare_name=str(perf))
+    found = evaluate(base, cand, rule="compare-perf", metric="auto", with_ci=True,
+                     baseline_name=str(baseline_perf), compare_name=str(perf))
+    attach_paired(found, perf, inspect_baseline(ws).operator_path, cand, workspace=ws, ci_statistics=("mean",))
+    return found
 
 
 def _best_completed_round(ws: Path, exclude: int) -> str:
@@ -287,13 +294,11 @@ def comparison_line(derived: Derived) -> str:
         return "not measured (no perf file to compare)"
     if c.errors:
         return f"the perf files do not compare: {c.errors[0]}"
-    if c.geomean is None:
+    number = round_number(c)
+    if number is None:
         return f"no comparable case vs {target}"
-    geo = f"{c.geomean.point:.2f}x"
-    if c.geomean.interval is not None:  # the interval of the same statistic, beside its point
-        geo += f" [{c.geomean.interval.low:.2f}x, {c.geomean.interval.high:.2f}x]"
-    avg = f", avg improvement {c.avg_improvement_pct:+.1f}%" if c.avg_improvement_pct is not None else ""
-    return f"geomean speedup (ratio of means) {geo}{avg} vs {target} (metric {c.metric_source})"
+    avg = f", avg improvement {number.avg_improvement_pct:+.1f}%" if number.avg_improvement_pct is not None else ""
+    return f"geomean speedup (ratio of means) {number.text()}{avg} vs {target} (metric {c.metric_source})"
 
 
 def write_summary_skeleton(round_dir: Path, state: dict[str, Any], derived: Derived) -> Path | None:

@@ -46,7 +46,7 @@ def node_label(snap: WorkspaceSnapshot, key: str, *, name_parent: bool = False) 
         style = {"passed": "green", "failed": "red", "active": "bold yellow"}.get(status, "dim")
         text.append(render.status_icon(status) + " ", style=style)
         text.append(view.label)
-        geo = render.round_geomean(view)
+        geo = render.round_geomean(snap, n)
         if geo is not None:
             text.append(" " + render.speedup(geo), style="green" if geo >= 1.0 else "red")
         if snap.promoted_best_round == n:  # the promotion rule's current best
@@ -85,7 +85,9 @@ def label_inputs(snap: WorkspaceSnapshot, key: str, best: int | None, current: i
         return (snap.baseline,)
     view = snap.rounds[n]
     parent = _parent_number(view.parent) if view.parent else None
-    return (view, best == n, current == n, parent is None or parent in snap.rounds)
+    entry = render.promotion_entry(snap, n)  # its geomean and source (not the lazily made reason)
+    return (view, best == n, current == n, parent is None or parent in snap.rounds,
+            entry.vs_baseline if entry is not None else None, entry.vs_baseline_paired if entry is not None else None)
 
 
 def unknown_parent(snap: WorkspaceSnapshot, n: int) -> bool:

@@ -79,7 +79,7 @@ def test_ledger_keeps_hand_text_and_parses_back_to_the_measured_numbers(ws: Path
     assert one.theme == "my own words for round 1"  # the agent's Theme survives submit-round
     assert two.theme == "idea 2 spread over two lines"  # a missing Theme is filled, on one line
     assert one.result.startswith("correctness passed; benchmark passed; geomean speedup 1.25x")  # measured
-    assert "paired run" not in one.result and "perf files" not in one.result  # one measurement: no labels
+    assert "vs baseline (perf files, kernel)" in one.result  # which measurement the numbers are
     assert (one.best_status, two.best_status) == ("validated branch", "current best")
     assert (two.parent, two.summary) == ("round-1", "[opt-round-2/summary.md](opt-round-2/summary.md)")
     g1, a1 = parse_result_numbers(one.result)

@@ -151,5 +151,6 @@ def test_status_does_not_flag_a_ledger_that_logs_the_promoted_best(tmp_path: Pat
         ws = build_workspace(tmp_path / logged, baseline=BASE,
                              rounds=[scaled(1.5), scaled(1.505), scaled(1.2)], final_best=logged)
         item = operator_status(load_workspace(ws))
-        assert (item.best_round, item.promoted_best_round) == ("round-2", "round-1")
+        assert (item.upstream_best_round, item.best_round, item.promoted_best_round) == \
+            ("round-2", "round-1", "round-1")
         assert any(w.startswith("numeric best round != logged best") for w in item.warnings) is warned

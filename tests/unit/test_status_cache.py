@@ -75,7 +75,7 @@ def test_any_change_is_computed(ws: Path, capsys: pytest.CaptureFixture[str], ch
     assert code == 0
     assert out == _computed(capsys, ws, "--json")
     if change in ("perf", "new_round"):
-        assert json.loads(out)["operators"][0]["best_round"] == ("round-1" if change == "perf" else "round-3")
+        assert json.loads(out)["operators"][0]["upstream_best_round"] == ("round-1" if change == "perf" else "round-3")
 
 
 def _sealed(text: str, *, key: bytes | None = None) -> bytes:

@@ -39,7 +39,10 @@ def test_a_round_never_submitted_is_not_the_promoted_best(tmp_path: Path, capsys
     capsys.readouterr()
     put_round(ws, 1, scaled(0.5))  # 2x faster: perf file and a passing round-state.json, not submitted
     text, item = _status(capsys, ws)
-    assert item["best_round"] == "round-1" and item["geomean_speedup"] == pytest.approx(2.0)  # upstream's, measured
+    assert item["best_round"] is None and item["geomean_speedup"] is None  # no round is the best: none was accepted
+    assert item["upstream_best_round"] == "round-1" and item["upstream_geomean_speedup"] == pytest.approx(2.0)
+    assert "Best round: baseline (no round promoted)" in text, text
+    assert "Perf files (upstream's rule, unpaired): round-1 2.00x, avg +50.0%" in text, text
     assert item["promoted_best_round"] == "baseline", item
     assert "Promoted best: round-1" not in text, text
     shown = "opt-round-1 is not submitted yet" if how == "round active" else "opt-round-1 was never submitted"
@@ -62,3 +65,4 @@ def test_the_same_round_once_accepted_is_the_promoted_best(tmp_path: Path, capsy
     write_workflow_state(ws, workflow_state(rounds={1: "failed"}))  # rejected: not the best either
     text, item = _status(capsys, ws)
     assert item["promoted_best_round"] == "baseline" and "Promoted best: round-1" not in text, text
+    assert item["best_round"] is None and "Best round: round-1" not in text, text  # rejected: never "Best round"
