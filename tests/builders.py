@@ -597,7 +597,7 @@ def gate_record(ws: Path, name: str) -> dict[str, Any] | None:
     from helix_engine.state import seals
     from helix_engine.state.baseline import inspect_baseline
     from helix_engine.workspace import layout as _layout
-    from helix_engine.workspace.siblings import sibling_digests
+    from helix_engine.workspace.siblings import round_digests, sibling_digests
 
     ws = Path(ws)
     found = seals.baseline_files(ws)
@@ -619,7 +619,7 @@ def gate_record(ws: Path, name: str) -> dict[str, Any] | None:
     return {"format": seals.FORMAT, "kind": kind, "round": round_name, "job_id": "fixture", "passed": True,
             "split": True, "all_cases": True, "findings": [],
             "operator": {"path": seals._rel(ws, op), "sha256": seals.sha256_file(op),
-                         "siblings": sibling_digests(op)},
+                         "siblings": sibling_digests(op), "round_files": round_digests(op)},
             "reference": {"path": seals._rel(ws, base_op), "sha256": seals.sha256_file(base_op)},
             "harness": {"path": seals._rel(ws, harness), "sha256": found.files.get(seals._rel(ws, harness))
                         or seals.sha256_file(harness)},

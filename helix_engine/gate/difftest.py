@@ -102,6 +102,7 @@ def run_test_gate(request: dict[str, Any], backend: Any, events: Any) -> dict[st
     finally:
         ran = {side: client.copy.sha256 for side, client in clients.items()}  # the bytes that ran
         ran_siblings = clients["candidate"].copy.siblings if "candidate" in clients else None
+        ran_files = clients["candidate"].copy.round_files if "candidate" in clients else None
         for client in clients.values():
             client.close()
     payload = {"compute": test.compute, "cases": outputs["candidate"]}
@@ -127,7 +128,7 @@ def run_test_gate(request: dict[str, Any], backend: Any, events: Any) -> dict[st
     gate = {"findings": [f.to_json() for f in findings], "split": True, "held_out": held_out,
             "skipped_cases": skipped, "case_ids": [c.id for c in cases], "all_cases": case_id is None,
             "files": {"operator": ran.get("candidate") or _sha(operator_file), "test": _sha(test_file),
-                      "siblings": ran_siblings,
+                      "siblings": ran_siblings, "round_files": ran_files,
                       **({"reference": ran.get("reference") or _sha(ref_file)} if ref_file is not None else {})},
             "reference": "operator" if ref_file is not None else "archive" if request.get("ref_archive") else None}
     return {"return_code": rc, "stdout": buf.getvalue(), "archived_result": archived, "comparison": comparison,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from helix_engine.gate import wire
-from helix_engine.workspace.siblings import sibling_files
+from helix_engine.workspace.siblings import round_digests, sibling_files
 
 #: variables an operator process keeps (beside the backend's own and the toolchains')
 _KEEP_PREFIXES = ("TRITON_", "CUDA_", "ASCEND_", "NPU_", "TORCH_", "LD_", "OMP_", "MKL_", "OPENBLAS_",
@@ -51,10 +51,13 @@ class PrivateCopy:
     sha256: str
     #: the sibling files copied, name → sha256
     siblings: dict[str, str] = field(default_factory=dict)
+    #: every file of the operator's folder as it was when the process started (workspace/siblings.round_digests)
+    round_files: dict[str, str] = field(default_factory=dict)
 
 
 def private_copy(operator_file: Path, label: str) -> PrivateCopy:
     operator_file = Path(operator_file).resolve()
+    round_files = round_digests(operator_file)  # before the process can read any of them
     folder = Path(tempfile.mkdtemp(prefix=f"helix-gate-{label}-"))
     siblings: dict[str, str] = {}
     for src in sibling_files(operator_file):
@@ -67,7 +70,7 @@ def private_copy(operator_file: Path, label: str) -> PrivateCopy:
     for p in folder.iterdir():
         p.chmod(0o444)
     folder.chmod(0o555)
-    return PrivateCopy(folder, target, hashlib.sha256(data).hexdigest(), siblings)
+    return PrivateCopy(folder, target, hashlib.sha256(data).hexdigest(), siblings, round_files)
 
 
 def operator_environment(base: dict[str, str] | None = None) -> dict[str, str]:

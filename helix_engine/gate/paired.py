@@ -135,7 +135,8 @@ def _run_paired(request: dict[str, Any], backend: Any, events: Any, make_record:
         sides.close()
     gate = {"findings": [f.to_json() for f in findings], "split": True, "bench_mode": mode,
             "files": {"operator": clients["candidate"].copy.sha256, "reference": clients["reference"].copy.sha256,
-                      "bench": sha256_file(bench_file), "siblings": clients["candidate"].copy.siblings},
+                      "bench": sha256_file(bench_file), "siblings": clients["candidate"].copy.siblings,
+                      "round_files": clients["candidate"].copy.round_files},
             "case_ids": [c.id for c in cases], "all_cases": not wanted, "kernel_share": shares}
     return {"records": records, "reference_records": reference_records, "paired_cases": paired_cases,
             "kernel_names": bench.kernel_names, "kernel_source": bench.kernel_source, "gate": gate}

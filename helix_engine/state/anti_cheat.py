@@ -134,8 +134,22 @@ _FRAME_LINKS = frozenset({
     "__traceback__", "tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins", "gi_frame",
     "cr_frame", "ag_frame",
 })
+#: What runs code the lint cannot read: source text built or read at run time, code objects, loaders
+#: of files by path, and deserializers that call what the data names.
+_CODE_RUNNERS = frozenset({
+    "exec", "eval", "compile", "builtins.exec", "builtins.eval", "builtins.compile", "runpy.run_path",
+    "runpy.run_module", "importlib.util.spec_from_file_location", "importlib.machinery.SourceFileLoader",
+    "importlib.machinery.SourcelessFileLoader", "importlib.machinery.ExtensionFileLoader",
+    "importlib.machinery.SourceFileLoader.load_module", "types.FunctionType", "types.CodeType", "marshal.loads",
+    "marshal.load", "pickle.loads", "pickle.load", "code.interact", "code.InteractiveInterpreter",
+    "zipimport.zipimporter",
+})
+#: The import path and its hooks: writing them decides which file an ``import`` runs.
+_IMPORT_PATH = frozenset({"sys.path", "sys.meta_path", "sys.path_hooks", "sys.path_importer_cache"})
+#: Modules under ``os`` (the same C functions without the names the lint and the audit know).
+_OS_UNDER = frozenset({"posix", "nt", "_posixsubprocess", "_winapi"})
 #: Attributes that lead from an object to its class (``x.__class__.clone = ...`` patches the class).
-_CLASS_OF = frozenset({"__class__", "__base__", "__bases__", "__mro__"})
+_CLASS_OF = frozenset({"__class__", "__base__", "__bases__", "__mro__", "__subclasses__"})
 #: Builders whose result is a plain instance (or a fresh module) this file made: setattr on it is honest.
 _PLAIN_INSTANCES = frozenset({"types.SimpleNamespace", "argparse.Namespace", "object", "types.ModuleType",
                               "importlib.util.module_from_spec"})
@@ -194,7 +208,7 @@ class _Imports:
         if parts[0] == "__builtins__":  # the builtins module (or its dict) by its other name
             return ".".join(["builtins", *parts[1:]])
         if len(parts) == 1 and parts[0] in ("open", "setattr", "delattr", "getattr", "hasattr", "__import__",
-                                            "dict", "list", "type", "vars", "object"):
+                                            "dict", "list", "type", "vars", "object", "exec", "eval", "compile"):
             return parts[0]
         return None
 
@@ -275,6 +289,10 @@ class _Flow:
     def _allocates(self, value: ast.AST, allocated: set[str]) -> bool:
         if isinstance(value, ast.Name):
             return value.id in allocated
+        if isinstance(value, ast.IfExp):  # `torch.empty(...) if split > 1 else scratch`: the kernel writes it either way
+            return self._allocates(value.body, allocated) or self._allocates(value.orelse, allocated)
+        if isinstance(value, ast.BoolOp):  # `scratch or torch.empty(...)`
+            return any(self._allocates(v, allocated) for v in value.values)
         if isinstance(value, ast.Subscript):
             return self._allocates(value.value, allocated)
         if not isinstance(value, ast.Call):
@@ -812,6 +830,8 @@ class _Receivers:
         self.namespaces = {n: v for n, vs in bound.items() for v in vs if self.namespace_of(v) is not None}
 
     def is_class_like(self, node: ast.AST) -> bool:
+        if any(isinstance(n, ast.Attribute) and n.attr == "__subclasses__" for n in ast.walk(node)):
+            return True  # a class picked out of every class the process loaded
         if isinstance(node, ast.Name):
             return node.id in self.class_like or node.id in self.imports.names
         if isinstance(node, ast.Attribute):
@@ -913,6 +933,14 @@ _INTERNALS_WHY = ("a function's code, defaults, globals and closure cells let th
                   "not write (the gate's timer or fetch) or read the state it keeps")
 _FRAME_LINK_WHY = ("walking tracebacks and frames reaches the callers' variables (the gate's timer, inputs and "
                    "expected results), which the operator can read or change")
+_OS_UNDER_WHY = ("is the C module under os: the same process, file and fork calls by names the lint and the gate's "
+                 "process audit do not follow")
+_RUNNER_WHY = ("runs code the lint cannot read (text built or read at run time, a code object, a file loaded by "
+               "path, data that names what to call): whatever it does to the gate's process is out of sight")
+_SUBCLASSES_WHY = ("lists every class the process has loaded: how code finds the gate's own classes (its timer, "
+                   "fetch and checks) to rewrite them without naming their module")
+_IMPORT_PATH_WHY = ("changes where `import` looks: a later import then runs a file of the operator's choosing (one no "
+                    "lint read and no seal covers), in the gate's process")
 _CLASS_WHY = ("replacing an attribute of a class changes every instance in the process, not just this operator's: "
               "the gate's input copies, comparisons and timer included")
 _IMPORTED_WHY = ("replacing an attribute of a module or an imported class changes that code for everything in the "
@@ -947,6 +975,8 @@ def _import_findings(node: ast.AST) -> Iterator[tuple[ast.AST, str]]:
             yield node, f"{shown} {_MAIN_WHY}"
         elif _module_root(name) in _NATIVE:
             yield node, f"{shown} {_NATIVE_WHY}"
+        elif _module_root(name) in _OS_UNDER:
+            yield node, f"{shown} {_OS_UNDER_WHY}"
 
 
 def _reach_findings(module: _Module, file: str) -> list[Problem]:
@@ -973,6 +1003,8 @@ def _reach_findings(module: _Module, file: str) -> list[Problem]:
             verb = "assigns" if isinstance(node.ctx, ast.Store) else "deletes" if isinstance(node.ctx, ast.Del) else "reads"
             if node.attr in _FUNCTION_INTERNALS:
                 add(node, f"{verb} {_short(node)}: {_INTERNALS_WHY}")
+            elif node.attr == "__subclasses__":
+                add(node, f"reads {_short(node)}: it {_SUBCLASSES_WHY}")
             elif node.attr in _FRAME_LINKS:
                 add(node, f"follows {_short(node)}: {_FRAME_LINK_WHY}")
         if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
@@ -996,6 +1028,9 @@ def _reach_findings(module: _Module, file: str) -> list[Problem]:
 def _write_message(target: ast.AST, verb: str, receivers: _Receivers) -> str | None:
     """The finding for one assignment (or del) target, or None for an honest one."""
     imports = receivers.imports
+    written = imports.canonical(target.value if isinstance(target, ast.Subscript) else target) or ""
+    if written in _IMPORT_PATH:
+        return f"{verb} {_short(target)}: {_IMPORT_PATH_WHY}"
     if isinstance(target, ast.Attribute):
         name = imports.canonical(target)
         if name is not None:
@@ -1024,6 +1059,12 @@ def _call_reach(call: ast.Call, receivers: _Receivers, assigned_params: dict[str
     func = call.func
     name = imports.canonical(func) or _getattr_name(func, imports) or ""
     shown = _short(func)
+    if name in _CODE_RUNNERS or (isinstance(func, ast.Attribute) and func.attr in ("load_module", "exec_module")
+                                 and not name):
+        yield f"{shown}(...) {_RUNNER_WHY}"
+    if isinstance(func, ast.Attribute) and (imports.canonical(func.value) or "") in _IMPORT_PATH \
+            and func.attr in (*_DICT_WRITES, "insert", "append", "extend", "remove"):
+        yield f"{shown}(...) {_IMPORT_PATH_WHY}"
     if name in _IMPORT_BY_NAME and call.args:
         module_name = _const_str(call.args[0])
         if module_name is None:

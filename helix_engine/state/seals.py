@@ -27,7 +27,7 @@ from helix_engine.errors import HelixError
 from helix_engine.workspace import layout
 from helix_engine.workspace.files import atomic_write_json
 from helix_engine.workspace.reading import read_json_object
-from helix_engine.workspace.siblings import sibling_digests
+from helix_engine.workspace.siblings import round_digests, sibling_digests
 
 GATE_DIR = "gate"
 FORMAT = 1
@@ -208,7 +208,9 @@ def record_evidence(ws: Path, round_name: str | None, kind: str, *, job_id: str 
             "split": bool(gate.get("split")), "all_cases": bool(gate.get("all_cases")),
             "findings": list(gate.get("findings") or []),
             "operator": {"path": _rel(ws, operator), "sha256": files.get("operator") or sha256_file(operator),
-                         "siblings": _dict(files.get("siblings")) if "siblings" in files else sibling_digests(operator)},
+                         "siblings": _dict(files.get("siblings")) if "siblings" in files else sibling_digests(operator),
+                         "round_files": (_dict(files.get("round_files")) if files.get("round_files") is not None
+                                         else round_digests(operator))},
             "reference": ({"path": _rel(ws, reference), "sha256": files.get("reference") or sha256_file(reference)}
                           if reference is not None else None),
             "harness": {"path": _rel(ws, harness), "sha256": files.get("test") or files.get("bench")
@@ -250,7 +252,7 @@ def evidence_issues(ws: Path, round_dir: Path, kind: str, operator: Path, perf_f
     if op.get("sha256") != sha256_file(operator):
         issues.append(f"{_rel(ws, operator)} changed after its {kind} ({job}): the file tested, benched and "
                       f"submitted must be the same bytes; run `{again}`")
-    issues.extend(_sibling_issues(ws, operator, _dict(op.get("siblings")), kind, job, again))
+    issues.extend(_sibling_issues(ws, operator, _dict(op.get("round_files")), kind, job, again))
     ref = _dict(record.get("reference"))
     if ref.get("sha256") not in references:
         issues.append(f"the {kind} of {name} ({job}) compared with {ref.get('path') or 'no reference'}, which is not "
@@ -265,16 +267,17 @@ def evidence_issues(ws: Path, round_dir: Path, kind: str, operator: Path, perf_f
 
 
 def _sibling_issues(ws: Path, operator: Path, ran: dict[str, Any], kind: str, job: str, again: str) -> list[str]:
-    """The Python files beside the operator that differ from those its run received (the operator
-    process can import each, so a helper swapped after the run is a different round)."""
-    now = sibling_digests(operator)
+    """The files of the operator's folder that differ from what they were when its run started
+    (workspace/siblings.round_digests): the operator can import a helper, or read a file and run
+    it, so a file swapped after the run makes a different round."""
+    now = round_digests(operator)
     folder = _rel(ws, Path(operator).parent)
     changed = sorted(n for n in set(now) | set(ran) if now.get(n) != ran.get(n))
     if not changed:
         return []
     said = [f"{folder}/{n} {'is new' if n not in ran else 'is gone' if n not in now else 'changed'}" for n in changed]
     return [f"{'; '.join(said[:6])} since the {kind} of {Path(operator).parent.name} ({job}): the operator process "
-            f"receives the files beside the operator and can import them, so they must be the ones that ran; "
+            f"can import or read the files beside the operator, so they must be the ones it ran with; "
             f"run `{again}`"]
 
 

@@ -49,3 +49,42 @@ def sibling_digests(operator: Path) -> dict[str, str]:
         except OSError:
             continue
     return digests
+
+
+#: What a round folder holds that is written after its runs, and read by no operator: its perf file
+#: and paired sidecar (sealed on their own), round-state.json, result archives, and the notes
+#: (summary.md, attempts.md); and the folders of helix's profiles and IR captures, and Python's caches.
+_AFTER_THE_RUN = (".md", "_perf.txt", ".paired.json", "round-state.json", "_result.pt")
+_OUTPUT_FOLDERS = frozenset({"profile", "ir", "__pycache__"})
+#: Files hashed in full up to this size; a larger one is known by its size (a data file an operator
+#: reads, e.g. a table of tile sizes, is small)
+MAX_HASHED_BYTES = 16 * 1024 * 1024
+MAX_ROUND_FILES = 500
+
+
+def round_digests(operator: Path) -> dict[str, str]:
+    """relative path → sha256 (``size:N`` above MAX_HASHED_BYTES) of every regular file under the
+    operator's folder but the operator and what ``_AFTER_THE_RUN`` names: what the operator can
+    import or read at import (a helper, a config it execs, a package folder), so that a run's
+    evidence is void once one of them changed (state/seals.py). Symlinks and dot folders are
+    skipped; at most MAX_ROUND_FILES files."""
+    operator = Path(operator).resolve()
+    root = operator.parent
+    found: dict[str, str] = {}
+    try:
+        paths = sorted(p for p in root.rglob("*") if not any(part.startswith(".") for part in p.relative_to(root).parts)
+                       and p.relative_to(root).parts[0] not in _OUTPUT_FOLDERS)
+    except OSError:
+        return found
+    for path in paths:
+        if len(found) >= MAX_ROUND_FILES:
+            break
+        try:
+            if path == operator or path.is_symlink() or not path.is_file() or path.name.endswith(_AFTER_THE_RUN):
+                continue
+            size = path.stat().st_size
+            found[path.relative_to(root).as_posix()] = (hashlib.sha256(path.read_bytes()).hexdigest()
+                                                        if size <= MAX_HASHED_BYTES else f"size:{size}")
+        except OSError:
+            continue
+    return found

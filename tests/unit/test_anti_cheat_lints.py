@@ -337,6 +337,29 @@ def _patch(cls):
 
 _patch(torch.Tensor)  # <-
 ''', ["passes torch.Tensor, a class or module, to _patch(), which assigns attributes of its parameter cls"]),
+    "code the lint cannot read": ('''
+import base64
+import runpy
+import importlib.util
+
+exec(base64.b64decode("aW1wb3J0IF9fbWFpbl9f"))  # <-
+_code = compile("x = 1", "x", "exec")  # <-
+runpy.run_path("/tmp/helper.txt")  # <-
+_spec = importlib.util.spec_from_file_location("h", "/tmp/h.py")  # <-
+''', ["exec(...) runs code the lint cannot read", "compile(...) runs code", "runpy.run_path(...) runs code",
+      "importlib.util.spec_from_file_location(...) runs code"]),
+    "the import path": ('''
+sys.path.insert(0, "/tmp/elsewhere")  # <-
+sys.path[0] = "/tmp"  # <-
+''', ["sys.path.insert(...) changes where `import` looks", "assigns sys.path[0]: changes where `import` looks"]),
+    "os under another name": ('''
+import posix  # <-
+''', ["import posix is the C module under os"]),
+    "a class found among every class": ('''
+_host = next((c for c in object.__subclasses__() if c.__name__ == "OperatorProcess"), None)  # <-
+_host.fetch = None  # <-
+''', ["reads object.__subclasses__: it lists every class the process has loaded",
+      "assigns _host.fetch, an attribute of a class or module this file did not define"]),
     # 6. file writes
     "open for writing": ('''
 def copy(x):
@@ -525,6 +548,19 @@ def op(x):
 torch.backends.cudnn.benchmark = False
 torch._dynamo.config.cache_size_limit = 64
 triton.knobs.cache.dir = "/tmp/tc"
+''',
+    "a buffer allocated one way or another": '''
+def op(x, scratch=None):
+    c = torch.empty_like(x) if x.shape[0] > 1 else torch.empty_like(x)
+    p = torch.empty_like(x) if scratch is None else scratch
+    touch_kernel[(1,)](x, c, 1, BLOCK=64)
+    touch_kernel[(1,)](x, p, 1, BLOCK=64)
+    return c.sum(0) + p.sum(0)
+''',
+    "compiles that run nothing": '''
+import re
+
+_PATTERN = re.compile(r"\\d+")
 ''',
     "builtins and grid lambdas": '''
 def op(x):

@@ -91,9 +91,13 @@ def test_a_helper_swapped_added_or_removed_after_the_runs_is_refused(tmp_path: P
     (ws / "opt-round-1" / "extra.py").unlink()
     issues = check_round(ws / "opt-round-1").issues
     assert any("opt-round-1/helper.py is gone since the run-bench" in i for i in issues), issues
-    (ws / "opt-round-1" / "notes.txt").write_text("not python", encoding="utf-8")  # not imported: not checked
     helper.write_text("SCALE = 1\n", encoding="utf-8")
     assert check_round(ws / "opt-round-1").passed
+    (ws / "opt-round-1" / "summary.md").write_text("notes written after the run", encoding="utf-8")  # not read
+    assert check_round(ws / "opt-round-1").passed
+    (ws / "opt-round-1" / "tuning.cfg").write_text("# an operator can exec this", encoding="utf-8")  # a red team's
+    issues = check_round(ws / "opt-round-1").issues
+    assert any("opt-round-1/tuning.cfg is new since the run-bench" in i for i in issues), issues
 
 
 def test_a_perf_file_edited_after_its_bench_is_refused(tmp_path: Path) -> None:
