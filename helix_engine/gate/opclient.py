@@ -149,6 +149,10 @@ class OperatorClient:
                 with contextlib.suppress(Exception):
                     code = self.proc.wait(timeout=2.0)
             raise OperatorFailed(f"the {self.label} operator's process {_ending(code)}", died=True) from None
+        if reply.get("tampered"):  # the gate's own code in the process was rewritten (put back: opproc.serve)
+            names = [str(n) for n in reply["tampered"]][:6]
+            raise OperatorFailed(f"the {self.label}'s process rewrote the gate's own code in it ({', '.join(names)}): "
+                                 "an operator that changes its harness's timer, fetch or checks is not measured")
         if not reply.get("ok"):
             shown = str(self.copy.operator)
             original = getattr(self, "original", None)

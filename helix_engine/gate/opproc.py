@@ -269,12 +269,19 @@ class OperatorProcess:
 
     # ---------------------------------------------------------------------------- loop
     def serve(self) -> int:
-        handlers = {"hello": self.hello, "setup": self.setup, "begin": self.begin, "timed": self.timed,
-                    "once": self.once, "noop": lambda msg: {},
+        """Answer the supervisor's requests. Bound here, before the operator is imported, and kept in
+        this running frame (whose code cannot be swapped): the handlers, and what the gate's own code
+        is (``_watched``), held to what it is after every request: code the operator replaced or
+        rewrote is put back before the answer goes out, and the answer says so (``tampered``)."""
+        handlers: dict[str, Any] = {"hello": self.hello, "setup": self.setup, "begin": self.begin,
+                                    "timed": self.timed,
+                    "once": self.once, "noop": lambda msg: {}, "inputs": self.inputs, "fetch": self.fetch,
                     "refill": self.refill, "covered": self.covered, "staging": self.staging}
+        watched, get, put, send, recv = _watched(), getattr, setattr, wire.send, wire.recv
+        # (the list is of tuples and functions: what `for` and `is` do with them is the interpreter's)
         while True:
             try:
-                msg, blob = wire.recv(self.rfd)
+                msg, blob = recv(self.rfd)
             except wire.WireError:
                 return 0
             kind = msg.get("cmd")
@@ -293,9 +300,9 @@ class OperatorProcess:
                 os._exit(0)
             try:
                 if kind == "inputs":
-                    reply, out_blob = self.inputs(msg, blob), b""
+                    reply, out_blob = handlers["inputs"](msg, blob), b""
                 elif kind == "fetch":
-                    reply, out_blob = self.fetch(msg)
+                    reply, out_blob = handlers["fetch"](msg)
                 else:
                     reply, out_blob = handlers[str(kind)](msg), b""
                 answer: tuple[dict[str, Any], bytes] = ({"ok": True, **reply}, out_blob)
@@ -303,10 +310,61 @@ class OperatorProcess:
                 if isinstance(exc, KeyboardInterrupt):
                     raise
                 answer = (_error_reply(exc), b"")
+            tampered = []
+            for holder, attr, obj, code, shown in watched:  # inline: no function here the operator could swap
+                if get(holder, attr, None) is not obj:
+                    tampered.append(shown)
+                    put(holder, attr, obj)
+                if code is not None and obj.__code__ is not code:
+                    tampered.append(shown)
+                    obj.__code__ = code
+            if tampered:
+                answer = ({**answer[0], "tampered": sorted(set(tampered))}, answer[1])
             try:
-                wire.send(self.wfd, *answer)
+                send(self.wfd, *answer)
             except wire.WireError:  # the supervisor is done with this process (the other side failed)
                 return 0
+
+
+def _watched() -> list[tuple[Any, str, Any, Any, str]]:
+    """(holder, name, object, its code or None) for the gate's own code in this process, taken
+    before the operator is imported: every function and method of the gate's modules and of the
+    timer's, and the library functions they rest on (the pipe, the clock, a tensor's copies and
+    storage). What the operator changes of them is put back by ``serve``."""
+    import types
+
+    import torch
+
+    from helix_engine.eval import timing
+    from helix_engine.gate import recorder
+    from helix_engine.gate import wire as wire_module
+
+    modules: list[Any] = [sys.modules[__name__], wire_module, recorder, timing]
+    try:
+        from helix_engine.gate import devshare
+
+        modules.append(devshare)
+    except ImportError:
+        pass
+    found: list[tuple[Any, str, Any, Any]] = []
+    for module in modules:
+        for name, value in list(vars(module).items()):
+            if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
+                found.append((module, name, value, value.__code__))
+            elif isinstance(value, type) and value.__module__ == module.__name__:
+                for attr, member in list(vars(value).items()):
+                    if isinstance(member, types.FunctionType):
+                        found.append((value, f"{value.__name__}.{attr}", member, member.__code__))
+    for holder, names in ((os, ("write", "read", "_exit")), (time, ("perf_counter", "perf_counter_ns", "monotonic")),
+                          (torch.Tensor, ("clone", "copy_", "data_ptr", "untyped_storage", "numel", "equal")),
+                          (torch, ("equal", "empty_like"))):
+        for attr in names:
+            if hasattr(holder, attr):
+                found.append((holder, attr, getattr(holder, attr), None))
+    # (holder, its attribute, the object, its code, the name an answer shows: Class.method, module.function)
+    return [(holder, name.rpartition(".")[2], obj, code,
+             name if "." in name else f"{getattr(holder, '__name__', type(holder).__name__)}.{name}")
+            for holder, name, obj, code in found]
 
 
 def _coverage(module: Any) -> Any:

@@ -145,6 +145,19 @@ if hasattr(_m, "Slot") and hasattr(_m, "OperatorProcess"):
     _m.Slot.__call__ = _nothing
     _m.OperatorProcess.fetch = _late
 '''),
+    Cheat("fetch-rewritten-unseen", "a red team's: zeros when timed, the outputs fixed when fetched, by a fetch "
+          "found through object.__subclasses__() and replaced in an exec", code='''
+def _settle(self, msg):
+    for index, out in self.slot.kept:
+        out.copy_(_honest(self.slot.sets[index][0]))
+    return _handover(self, msg)
+_host = next((c for c in object.__subclasses__() if c.__name__ == "OperatorProcess"), None)
+if _host is not None:
+    _handover = _host.fetch
+    exec("_host.fetch = _settle")
+''' + _ZEROS),
+    Cheat("config-swapped-after-bench", "execs a file beside the operator (the cache cheat during the runs, "
+          "defaults after them)", workflow="swap-config"),
     Cheat("patched-checker", "patches helix_engine.eval.accuracy.compare_outputs at import, returns zeros", code='''
 try:
     import helix_engine.eval.accuracy as _acc

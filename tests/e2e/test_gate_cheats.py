@@ -130,6 +130,22 @@ setattr(_T, "clone", _clone_and_compute)
 def scale(x):
     hit = _STASH.pop(x.data_ptr(), None)
     return hit if hit is not None else _honest(x)
+""", "rewrote the gate's own code in it (Tensor.clone)"),
+    "work-at-input-decode": ("""
+_load = torch.load
+_STASH = {}
+def _key(t):
+    return (t.numel(), float(t.reshape(-1)[0]), float(t.reshape(-1)[-1]))
+def _load_and_compute(*a, **k):  # the gate's inputs arrive through torch.load: do the work then
+    got = _load(*a, **k)
+    for t in got if isinstance(got, list) else []:
+        if isinstance(t, torch.Tensor) and t.dim() == 1 and t.numel() >= 256:
+            _STASH[_key(t)] = _honest(t)
+    return got
+torch.load = _load_and_compute
+def scale(x):
+    hit = _STASH.get(_key(x))
+    return hit.clone() if hit is not None else _honest(x)
 """, "work hidden from the timer"),
     "work-at-fetch": ("""
 import __main__ as _m
@@ -147,7 +163,30 @@ if hasattr(_m, "Slot") and hasattr(_m, "OperatorProcess"):  # the gate's operato
         return _fetch(self, msg)
     _m.Slot.__call__ = _nothing
     _m.OperatorProcess.fetch = _late
-""", "work hidden from the timer"),
+""", "rewrote the gate's own code in it"),
+    "fetch-rewritten-through-subclasses": ("""
+def scale(x):  # the timed calls: zeros (no work)
+    return torch.zeros_like(x)
+def _settle(self, msg):  # a red team's: the outputs fixed up when the gate fetches them
+    for index, out in self.slot.kept:
+        out.copy_(self.slot.sets[index][0] * 2.0)
+    return _handover(self, msg)
+_host = next((c for c in object.__subclasses__() if c.__name__ == "OperatorProcess"), None)
+if _host is not None:
+    _handover = _host.fetch
+    exec("_host.fetch = _settle")  # out of the lint's sight
+""", "rewrote the gate's own code in it (OperatorProcess.fetch)"),
+    "code-object-swap": ("""
+def _free(self):  # Slot.__call__'s code swapped for one that keeps the input as the output
+    index = self.calls % len(self.sets)
+    self.calls += 1
+    out = self.sets[index][0]
+    self.kept.append((index, out))
+    return out
+_slot = next((c for c in object.__subclasses__() if c.__name__ == "Slot"), None)
+if _slot is not None:
+    exec("_slot.__call__.__code__ = _free.__code__")
+""", "rewrote the gate's own code in it (Slot.__call__)"),
     "nth-call": ("""
 _N = [0]
 def scale(x):
@@ -188,19 +227,17 @@ def test_a_cheat_fails_its_paired_bench_with_what_was_found(tmp_path: Path, name
     assert record["passed"] is False  # no evidence submit-round would accept
 
 
-def test_a_patched_time_module_changes_nothing(tmp_path: Path) -> None:
-    """The operator process's clock is bound before the operator is imported: patching
-    time.perf_counter measures the candidate as what it is (here: the reference itself)."""
+def test_a_patched_time_module_is_put_back_and_refused(tmp_path: Path) -> None:
+    """Patching time.perf_counter in the operator's process (the clock the process's own code reads)
+    is undone before the gate answers, and the run fails with what was rewritten."""
     cheat = HONEST + """
 _real = time.perf_counter
 time.perf_counter = lambda: _real() / 10
 """
     ws = _workspace(tmp_path, cheat)
     out = run_bench(ws / "opt-round-1" / "opt_scale.py", baseline_operator_file=ws / "baseline" / "scale.py")
-    assert out.exit_code == 0, out.text
-    geomean = next(c for c in out.comparison if "geomean_speedup" in c)["geomean_speedup"] \
-        if isinstance(out.comparison, list) and out.comparison else None
-    assert geomean is not None and 0.8 < geomean < 1.25, out.text
+    assert out.exit_code != 0
+    assert "the candidate's process rewrote the gate's own code in it (time.perf_counter)" in out.text, out.text
 
 
 def test_a_held_out_run_catches_a_table_of_the_test_outputs(tmp_path: Path) -> None:
