@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +49,23 @@ def _devices(text: str | None) -> list[str] | None:
         return parse_devices(text)
     except ValueError as exc:
         raise HelixError(f"--devices {text!r}: {exc}") from None
+
+
+L2_HELP = ("the cache state to measure in: flushed (the L2 written over before every timed repetition, the default "
+           "on CUDA: what a kernel meets in a model) or warm (each repetition finds what the one before left, the "
+           "default of the NPU profiler modes and the CPU); recorded in each perf record as l2")
+
+
+def _l2_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--l2", choices=("flushed", "warm"), default=None, help=L2_HELP)
+
+
+def _use_l2(args: argparse.Namespace) -> None:
+    """``--l2`` for every job this command starts (the backend adapter reads it: eval/backends)."""
+    from helix_engine.eval.backends.base import L2_ENV
+
+    if getattr(args, "l2", None):
+        os.environ[L2_ENV] = args.l2
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -97,6 +115,7 @@ def register(sub: Any) -> None:
     p.add_argument("--bench-file", type=Path, help="default: bench_<op>.py")
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE",
                    help=BENCH_MODE_HELP + "; default: the backend's default")
+    _l2_flag(p)
     p.add_argument("-o", "--output", type=Path, help="default: <op_stem>_perf.txt beside the operator")
     p.add_argument("--baseline-operator-file", type=Path,
                    help="reference operator: measured in the same job, interleaved (see --unpaired)")
@@ -123,6 +142,7 @@ def register(sub: Any) -> None:
                    help="upstream's probe: a cached baseline probe, then the candidate in its own job")
     p.add_argument("--bench-file", type=Path)
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE", help=BENCH_MODE_HELP)
+    _l2_flag(p)
     p.add_argument("-m", "--metric-source", default="auto", choices=("auto", "kernel", "total-op"))
     p.add_argument("--devices", "--npu-devices", dest="devices")
     p.add_argument("--adaptive", action="store_true", help="sample in batches until the verdict is stable")
@@ -144,6 +164,7 @@ def register(sub: Any) -> None:
     p.add_argument("--rounds", type=int, default=3, help="A/A rounds, each its own job (default 3)")
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE",
                    help=BENCH_MODE_HELP + "; default: the baseline perf file's mode")
+    _l2_flag(p)
     p.add_argument("--devices", "--npu-devices", dest="devices", help="device pool, e.g. 0,2,4-7")
     p.add_argument("--peak", action="store_true",
                    help="instead: measure this device's copy bandwidth and torch.matmul throughput (fp16, bf16, "
@@ -157,6 +178,7 @@ def register(sub: Any) -> None:
     p.add_argument("workspace", nargs="?", default=".", type=Path)
     add_workspace_flag(p)
     p.add_argument("--bench-mode", choices=BENCH_MODE_CHOICES, metavar="MODE", help=BENCH_MODE_HELP)
+    _l2_flag(p)
     p.add_argument("--test-mode", choices=("standalone", "differential"))
     p.add_argument("--force", action="store_true",
                    help="re-establish baseline/ even though opt-round-N folders measure against it")
@@ -216,6 +238,7 @@ def cmd_run_test(args: argparse.Namespace) -> int:
 
 @_failing_user_code
 def cmd_run_bench(args: argparse.Namespace) -> int:
+    _use_l2(args)
     from helix_engine.eval.bench import run_bench
 
     outcome = run_bench(args.operator_file, args.bench_file, args.bench_mode, args.output, args.backend,
@@ -230,6 +253,7 @@ def cmd_run_bench(args: argparse.Namespace) -> int:
 
 @_failing_user_code
 def cmd_probe_bench(args: argparse.Namespace) -> int:
+    _use_l2(args)
     from helix_engine.eval.probe import probe_bench
 
     outcome = probe_bench(args.operator_file, args.baseline_operator_file, bench_file=args.bench_file,
@@ -242,6 +266,7 @@ def cmd_probe_bench(args: argparse.Namespace) -> int:
 
 @_failing_user_code
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    _use_l2(args)
     from helix_engine.eval.calibrate import calibrate
 
     cases = [c.strip() for c in args.cases.split(",") if c.strip()] if args.cases else None
@@ -262,6 +287,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 @_failing_user_code
 def cmd_prepare_baseline(args: argparse.Namespace) -> int:
+    _use_l2(args)
     from helix_engine.eval.baseline import prepare_baseline
 
     payload = prepare_baseline(args.workspace, backend=args.backend, bench_mode=args.bench_mode,

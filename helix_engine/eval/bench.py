@@ -289,12 +289,16 @@ def unwritten_perf_text(path: Path, run: BenchRun, ws: Path, exc: OSError) -> st
     return text + "; once there is room, run the bench again"
 
 
-def compare_files(baseline: Path, candidate: Path, metric_source: str, skip: bool) -> tuple[str, int, list[dict[str, Any]]]:
-    """The compare-perf block for two perf files, its rc and JSON."""
+def compare_files(baseline: Path, candidate: Path, metric_source: str, skip: bool,
+                  baseline_records: list[Any] | None = None) -> tuple[str, int, list[dict[str, Any]]]:
+    """The compare-perf block for two perf files, its rc and JSON; ``baseline_records``: the
+    baseline's as a paired job measured them, instead of its file's."""
     from helix_engine.perf import compare
     from helix_engine.perf.artifact import read_perf
 
     b, b_problems = read_perf(baseline)
+    if baseline_records is not None:
+        b, b_problems = baseline_records, []
     c, c_problems = read_perf(candidate)
     problems = [str(p) for p in b_problems + c_problems if p.severity == "error"]
     if problems:

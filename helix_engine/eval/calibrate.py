@@ -1,7 +1,10 @@
 """``helix calibrate``: measure each case's noise floor with an A/A run of the baseline.
 
-The baseline operator is benched against itself, paired in one job (eval/pairedbench.py), once
-per round, each round a separate job (so the floor covers what changes between jobs too). Each
+The baseline operator is benched against a separate copy of itself (its folder's Python files
+copied to .helix/calibrate/reference/), paired in one job (eval/pairedbench.py), once per round,
+each round a separate job (so the floor covers what changes between jobs too), the two files
+swapping sides every round: what differs between two files or between the two sides of a pair
+shows in the floor as it would in a round's comparison. Each
 round's A/A comparison goes through the evaluation core; perf/calibration.py turns the rounds
 into per-case noise floors and writes ``.helix/calibration.json``, which verdicts and the promotion
 rule then use as each case's margin of practical equivalence (never below 1%).
@@ -51,15 +54,17 @@ def calibrate(workspace: Path | str = ".", *, cases: list[str] | None = None, ro
     job_ids: list[str] = []
     context = None
     device = None
-    for _ in range(rounds):
-        got = collect_paired(op, op, bench, mode, be, ws, devices=devices, case_ids=cases, on_event=on_event,
+    copy = separate_copy(ws, op)
+    for index in range(rounds):
+        cand, ref = (op, copy) if index % 2 == 0 else (copy, op)
+        got = collect_paired(cand, ref, bench, mode, be, ws, devices=devices, case_ids=cases, on_event=on_event,
                              timeout_s=timeout_s, kind="calibrate")
         job_ids += got.run.job_ids
         if got.run.fatal is not None or any(how != "completed" for how in got.run.job_endings):
             why = got.run.fatal or f"the A/A job ended {got.run.job_endings[-1]}"
             return _failed(f"the A/A run did not finish: {why}; {calibration.SHOWN_PATH} was left as it was",
                            job_ids)
-        run = paired_model(got, op, op, bench, mode, be.name, op, None)
+        run = paired_model(got, cand, ref, bench, mode, be.name, op, None)
         records = [record_from_json(r) for r in got.run.records]
         ev = evaluate_paired(run, records, metric="auto", skip_latency_errors=True)
         if ev.errors or not ev.cases:
@@ -76,11 +81,12 @@ def calibrate(workspace: Path | str = ".", *, cases: list[str] | None = None, ro
         kept = {k: v for k, v in old.cases.items() if k not in noise}  # cases not re-measured keep theirs
     result = calibration.Calibration(
         created_at=now_iso(), baseline_operator=str(Path(op).relative_to(ws)), baseline_operator_sha256=sha256_of(op),
-        bench_file=bench.name, bench_mode=mode, backend=be.name, device=device, rounds=rounds, job_ids=job_ids,
+        bench_file=bench.name, bench_mode=mode, l2=be.l2_for(mode), backend=be.name, device=device, rounds=rounds,
+        job_ids=job_ids,
         context=context, cases={**kept, **noise})
     path = calibration.write(ws, result)
     lines = [(f"Calibration: {len(noise)} case(s), {rounds} A/A round(s) of {layout.BASELINE_DIR}/{op.name} "
-              f"against itself (paired, {mode} on {device or be.name})")]
+              f"against a separate copy of it (paired, {mode}, L2 {be.l2_for(mode)}, on {device or be.name})")]
     for item in noise.values():
         points = ", ".join(f"{p:.3f}x" for p in item.points)
         median = f", ratio of medians {item.median_margin:.1%}" if item.median_margin is not None else ""
@@ -90,6 +96,20 @@ def calibrate(workspace: Path | str = ".", *, cases: list[str] | None = None, ro
                  "(never below 1%) for files measured this way.")
     return {"exit_code": 0, "calibration": str(path), "job_ids": job_ids,
             "cases": {k: v.model_dump(mode="json") for k, v in noise.items()}, "text": "\n".join(lines)}
+
+
+def separate_copy(ws: Path, op: Path) -> Path:
+    """The baseline operator's folder's Python files (the operator and the helpers it imports)
+    copied to .helix/calibrate/reference/; the copy of the operator."""
+    import shutil
+
+    dest = ws / layout.HELIX_DIR / "calibrate" / "reference"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for path in sorted(Path(op).parent.glob("*.py")):
+        if path.is_file() and not path.is_symlink():
+            shutil.copyfile(path, dest / path.name)
+    return dest / Path(op).name
 
 
 def _failed(message: str, job_ids: list[str]) -> dict[str, Any]:

@@ -63,6 +63,7 @@ def setup_backend(request: dict[str, Any]) -> Any:
 
     backend = get_backend(name)
     backend.import_torch()
+    backend.l2 = str(request.get("l2") or "warm")  # what the parent resolved (eval/jobrun.py)
     return backend
 
 

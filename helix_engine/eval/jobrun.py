@@ -68,7 +68,9 @@ def resolve_backend(name: str | None) -> Any:
 def bench_mode_for(backend: Any, mode: str | None) -> str:
     if mode == "standalone":  # legacy upstream name
         mode = "torch-npu-profiler"
-    return backend.check_bench_mode(mode)
+    mode = backend.check_bench_mode(mode)
+    backend.l2_for(mode)  # a cache state this mode cannot measure in is refused before any job starts
+    return mode
 
 
 def run_child_job(
@@ -100,6 +102,8 @@ def run_child_job(
     tmp.mkdir(parents=True, exist_ok=True)
     request = dict(request, backend=backend.name, device_str=backend.device_str,
                    result_path=str(tmp / "result.json"))
+    if isinstance(request.get("bench_mode"), str):  # the cache state is part of what is measured
+        request.setdefault("l2", backend.l2_for(request["bench_mode"]))
     request_path = tmp / "request.json"
     python = os.environ.get("HELIX_PYTHON") or sys.executable
     argv = [python, "-m", module, str(request_path), *(extra_argv or [])]

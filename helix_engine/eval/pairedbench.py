@@ -180,6 +180,28 @@ def promote_paired(perf_path: Path, collect: PairedCollect, model: Any, ws: Path
 # --------------------------------------------------------------------------- run-bench
 
 
+def _stale_reference(ref_perf: Path, perf_path: Path, got: PairedCollect) -> tuple[str, list[Any]] | None:
+    """When the reference's perf file on disk was measured another way than this job (another
+    bench mode or cache state, an older run), the line that says so and the reference's records
+    as this job measured them, which the comparison uses instead; None when the file will do."""
+    from helix_engine.perf.artifact import read_perf, record_from_json
+    from helix_engine.perf.compare import check_bench_modes
+
+    disk, _ = read_perf(ref_perf)
+    mine, _ = read_perf(perf_path)
+    problem = check_bench_modes(disk, mine, str(ref_perf), str(perf_path))
+    if problem is None:
+        return None
+    def how(records: list[Any]) -> str:
+        modes = sorted({str(r.bench_mode) for r in records}) or ["no bench mode"]
+        states = sorted({str(r.cache_state) for r in records if r.bench_mode})
+        return ", ".join(modes) + (f", L2 {'/'.join(states)}" if states else "")
+
+    return (f"Note: {ref_perf} holds a run measured with {how(disk)} (this job: {how(mine)}); the comparison below "
+            "uses the reference as this job measured it", [record_from_json(r) for r in got.reference.records])
+
+
+
 def run_paired_bench(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws: Path, *,
                      output: Path | str | None = None, devices: list[str] | None = None,
                      metric_source: str = "auto", skip_latency_errors: bool = False,
@@ -234,7 +256,11 @@ def run_paired_bench(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws
         lines += case_error_lines(run.records)
         if run.output.strip():
             lines.append(run.output.rstrip())
-    text, compare_rc, comps = compare_files(ref_perf, perf_path, metric_source, skip_latency_errors)
+    stale = _stale_reference(ref_perf, perf_path, got)
+    if stale is not None:
+        lines.append(stale[0])
+    text, compare_rc, comps = compare_files(ref_perf, perf_path, metric_source, skip_latency_errors,
+                                            stale[1] if stale is not None else None)
     lines.append(text.rstrip("\n"))
     outcome.comparison, outcome.comparison_text, outcome.exit_code = comps, text, compare_rc
     blocks = sorted({len({s.get("block") for s in c.get("slots", [])}) for c in got.cases})

@@ -35,6 +35,13 @@ METHODS: dict[str, str] = {
     "torch-npu-profiler": "torch_npu.profiler kernel_details device time",
     "msprof": "msprof op_statistic device time",
 }
+#: A perf record's cache state (key ``l2``): "flushed" = the L2 written over before every timed
+#: repetition (as do_bench does), "warm" = each repetition finds what the one before left
+L2_STATES: tuple[str, ...] = ("flushed", "warm")
+#: the record_function range around one timed repetition (and its synchronize) in a flushed
+#: torch-profiler session: device ops outside it are the flush's
+TIMED_RANGE = "helix::timed"
+FLUSH_RANGE = "helix::l2_flush"
 
 
 @dataclass
@@ -105,12 +112,24 @@ def _step_key(step: str) -> tuple[int, str]:
 # ---------------------------------------------------------------------------- perf-counter
 
 
-def time_perf_counter(fn: Callable[[], Any], warmup: int, repeats: int, sync: Callable[[], None]) -> CaseTiming:
+def l2_flusher(backend: Any) -> Callable[[], None]:
+    """A function that writes over the backend's L2 (a buffer of ``l2_flush_bytes``, allocated once)."""
+    buffer = backend.l2_flush_buffer()
+    return lambda: backend.flush_l2(buffer)
+
+
+def time_perf_counter(fn: Callable[[], Any], warmup: int, repeats: int, sync: Callable[[], None],
+                      flush: Callable[[], None] | None = None) -> CaseTiming:
+    """Wall time around ``fn()`` + ``sync()``; ``flush``: called (and synchronized) before each
+    timed repetition, outside its time."""
     for _ in range(warmup):
         fn()
         sync()
     samples: list[float] = []
     for _ in range(repeats):
+        if flush is not None:
+            flush()
+            sync()
         start = time.perf_counter()
         fn()
         sync()
@@ -183,14 +202,17 @@ def group_by_steps(kernels: list[tuple[str, float, float]], steps: list[tuple[fl
 def _is_annotation(event: Any) -> bool:
     """GPU-side user annotations (``ProfilerStep#N`` spans on the device timeline) are not
     device ops; counting them doubled total-op on an H200 (torch 2.11)."""
-    return bool(getattr(event, "is_user_annotation", False)) or str(event.name).startswith("ProfilerStep#")
+    return bool(getattr(event, "is_user_annotation", False)) or str(event.name).startswith(("ProfilerStep#", "helix::"))
 
 
 def time_torch_profiler(fn: Callable[[], Any], warmup: int, repeats: int, sync: Callable[[], None],
-                        kernel_names: list[str]) -> CaseTiming:
-    """torch.profiler (CPU+CUDA), schedule skip_first=1/wait=0/warmup=W/active=R like upstream."""
+                        kernel_names: list[str], flush: Callable[[], None] | None = None) -> CaseTiming:
+    """torch.profiler (CPU+CUDA), schedule skip_first=1/wait=0/warmup=W/active=R like upstream.
+    ``flush``: before each repetition the L2 is written over (and synchronized) inside a
+    FLUSH_RANGE, the repetition and its synchronize run inside a TIMED_RANGE, and a step's device
+    ops are those of its timed range (the flush's kernels are not the operator's)."""
     from torch.autograd import DeviceType
-    from torch.profiler import ProfilerActivity, profile, schedule
+    from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
     collected: dict[str, Any] = {}
 
@@ -203,16 +225,60 @@ def time_torch_profiler(fn: Callable[[], Any], warmup: int, repeats: int, sync: 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched,
                  on_trace_ready=on_ready) as prof:
         for _ in range(1 + warmup + repeats):
-            fn()
-            sync()
+            if flush is None:
+                fn()
+                sync()
+            else:
+                with record_function(FLUSH_RANGE):
+                    flush()
+                    sync()
+                with record_function(TIMED_RANGE):
+                    fn()
+                    sync()
             prof.step()
     events = collected.get("events", [])
     kernels = [(e.name, float(e.time_range.start), float(e.time_range.elapsed_us()))
                for e in events if e.device_type == DeviceType.CUDA and not _is_annotation(e)]
-    steps = sorted((float(e.time_range.start), float(e.time_range.end))
-                   for e in events if e.device_type == DeviceType.CPU and e.name.startswith("ProfilerStep#"))
-    steps = steps[-repeats:] if len(steps) >= repeats else steps
-    return split_ops(group_by_steps(kernels, steps, repeats), kernel_names)
+    if flush is None:
+        steps = sorted((float(e.time_range.start), float(e.time_range.end))
+                       for e in events if e.device_type == DeviceType.CPU and e.name.startswith("ProfilerStep#"))
+        steps = steps[-repeats:] if len(steps) >= repeats else steps
+        return split_ops(group_by_steps(kernels, steps, repeats), kernel_names)
+    ranges = sorted((float(e.time_range.start), float(e.time_range.end), e.name == TIMED_RANGE)
+                    for e in events if e.device_type == DeviceType.CPU and e.name in (TIMED_RANGE, FLUSH_RANGE))
+    timed_kernels, timed = without_flush(kernels, ranges)
+    timed = timed[-repeats:] if len(timed) >= repeats else timed
+    return split_ops(group_by_steps(timed_kernels, timed, repeats), kernel_names)
+
+
+def without_flush(kernels: list[tuple[str, float, float]], ranges: list[tuple[float, float, bool]]
+                  ) -> tuple[list[tuple[str, float, float]], list[tuple[float, float]]]:
+    """The kernels of the timed ranges, and those ranges widened to meet their flush ranges.
+    ``ranges``: (start, end, timed). A kernel that starts inside a range is that range's; one that
+    starts between two (the device clock a little off the host's) is the flush's only when it lies
+    nearer that flush range's start than the timed range (a flush kernel is launched as its range
+    opens and synchronized before it closes, so nothing of it starts late in the range)."""
+    if not ranges:
+        return kernels, []
+
+    def distance(start: float, r: tuple[float, float, bool]) -> float:
+        if r[0] <= start <= r[1]:
+            return -1.0  # inside: always the nearest
+        if not r[2]:
+            return abs(start - r[0])
+        return min(abs(start - r[0]), abs(start - r[1]))
+
+    def owner(start: float) -> tuple[float, float, bool]:
+        return min(ranges, key=lambda r: (distance(start, r), r[2]))  # a tie: the flush's
+
+    kept = [k for k in kernels if owner(k[1])[2]]
+    timed: list[tuple[float, float]] = []
+    for i, (start, end, is_timed) in enumerate(ranges):
+        if is_timed:  # out to the neighbouring flush ranges, so a kernel kept above fits its step
+            low = ranges[i - 1][1] if i > 0 else float("-inf")
+            high = ranges[i + 1][0] if i + 1 < len(ranges) else float("inf")
+            timed.append((min(start, low), max(end, high)))
+    return kept, timed
 
 
 # ---------------------------------------------------------------------- torch-npu-profiler

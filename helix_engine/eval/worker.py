@@ -63,17 +63,30 @@ def _time_case(mode: str, fn: Any, warmup: int, repeats: int, backend: Any, kern
     from helix_engine.eval import timing
 
     sync = backend.synchronize
+    flush = _flusher(backend) if backend.l2 == "flushed" else None
     if mode == "perf-counter":
-        return timing.time_perf_counter(fn, warmup, repeats, sync)
+        return timing.time_perf_counter(fn, warmup, repeats, sync, flush)
     if mode == "device-event":
         return timing.time_device_event(fn, warmup, repeats, sync)
     if mode == "torch-profiler":
-        return timing.time_torch_profiler(fn, warmup, repeats, sync, kernel_names)
+        return timing.time_torch_profiler(fn, warmup, repeats, sync, kernel_names, flush)
     if mode == "torch-npu-profiler":
         return timing.time_torch_npu_profiler(fn, warmup, repeats, sync, kernel_names, case_id)
     if mode == "msprof":
         return timing.time_msprof(request_path, case_id, warmup, repeats, kernel_names)
     raise ValueError(f"unknown bench mode {mode!r}")
+
+
+_FLUSH: dict[str, Any] = {}
+
+
+def _flusher(backend: Any) -> Any:
+    """The job's one L2 flush function (its buffer allocated on first use)."""
+    from helix_engine.eval import timing
+
+    if "fn" not in _FLUSH:
+        _FLUSH["fn"] = timing.l2_flusher(backend)
+    return _FLUSH["fn"]
 
 
 def _finite(value: float | None) -> float | None:
@@ -97,6 +110,7 @@ def _record(case_id: str, harness: Any, mode: str, timing_result: Any, error: st
         "error_message": error if error else (timing_result.error_message if timing_result else None),
         "case_wall_clock_seconds": round(wall_s, 6),
         "bench_mode": mode,
+        "l2": getattr(backend, "l2", "warm"),
     }
     if samples:
         record["samples_us"] = cap_samples(samples)

@@ -117,6 +117,7 @@ class OperatorProcess:
         self.base_threads: set[int | None] = set()
         self.coverage: Any = None
         self.staged: Any = None
+        self.flusher: Any = None
 
     # ------------------------------------------------------------------------ commands
     def start(self, backend: str, device_str: str) -> None:
@@ -212,10 +213,25 @@ class OperatorProcess:
         """The current slot's calls under the in-process timer ``mode``."""
         assert self.slot is not None
         timing = _time(str(msg["mode"]), self.slot, int(msg.get("reps", 1)), self.backend,
-                       list(msg.get("kernel_names") or []), str(msg.get("case_id") or "case"))
+                       list(msg.get("kernel_names") or []), str(msg.get("case_id") or "case"),
+                       self._flush() if msg.get("l2") == "flushed" else None)
         return {"samples_us": timing.samples_us, "kernel_avg_us": timing.kernel_avg_us,
                 "total_op_avg_us": timing.total_op_avg_us, "ops": timing.ops, "error_message": timing.error_message,
                 "calls": self.slot.calls}
+
+    def _flush(self) -> Any:
+        """This process's L2 flush (its buffer allocated on first use)."""
+        if self.flusher is None:
+            from helix_engine.eval import timing
+
+            self.flusher = timing.l2_flusher(self.backend)
+        return self.flusher
+
+    def flush(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The L2 written over and synchronized: before a perf-counter call the supervisor times."""
+        self._flush()()
+        self.backend.synchronize()
+        return {}
 
     def once(self, msg: dict[str, Any]) -> dict[str, Any]:
         """One call of the slot and a synchronize, timed here; the supervisor times the round trip
@@ -275,7 +291,7 @@ class OperatorProcess:
         rewrote is put back before the answer goes out, and the answer says so (``tampered``)."""
         handlers: dict[str, Any] = {"hello": self.hello, "setup": self.setup, "begin": self.begin,
                                     "timed": self.timed,
-                    "once": self.once, "noop": lambda msg: {}, "inputs": self.inputs, "fetch": self.fetch,
+                    "once": self.once, "flush": self.flush, "noop": lambda msg: {}, "inputs": self.inputs, "fetch": self.fetch,
                     "refill": self.refill, "covered": self.covered, "staging": self.staging}
         watched, get, put, send, recv = _watched(), getattr, setattr, wire.send, wire.recv
         # (the list is of tuples and functions: what `for` and `is` do with them is the interpreter's)
@@ -336,10 +352,12 @@ def _watched() -> list[tuple[Any, str, Any, Any, str]]:
     import torch
 
     from helix_engine.eval import timing
+    from helix_engine.eval.backends import base, cpu, cuda, npu
     from helix_engine.gate import recorder
     from helix_engine.gate import wire as wire_module
 
-    modules: list[Any] = [sys.modules[__name__], wire_module, recorder, timing]
+    # the backends' modules too: their synchronize and L2 flush stand between the timer and the call
+    modules: list[Any] = [sys.modules[__name__], wire_module, recorder, timing, base, cpu, cuda, npu]
     try:
         from helix_engine.gate import devshare
 
@@ -356,7 +374,7 @@ def _watched() -> list[tuple[Any, str, Any, Any, str]]:
                     if isinstance(member, types.FunctionType):
                         found.append((value, f"{value.__name__}.{attr}", member, member.__code__))
     for holder, names in ((os, ("write", "read", "_exit")), (time, ("perf_counter", "perf_counter_ns", "monotonic")),
-                          (torch.Tensor, ("clone", "copy_", "data_ptr", "untyped_storage", "numel", "equal")),
+                          (torch.Tensor, ("clone", "copy_", "data_ptr", "untyped_storage", "numel", "equal", "zero_")),
                           (torch, ("equal", "empty_like"))):
         for attr in names:
             if hasattr(holder, attr):
@@ -394,18 +412,19 @@ def _error_reply(exc: BaseException) -> dict[str, Any]:
     return reply
 
 
-def _time(mode: str, fn: Slot, reps: int, backend: Any, kernel_names: list[str], case_id: str) -> Any:
+def _time(mode: str, fn: Slot, reps: int, backend: Any, kernel_names: list[str], case_id: str,
+          flush: Any = None) -> Any:
     from helix_engine.eval import timing
 
     sync = backend.synchronize
     if mode == "device-event":
         return timing.time_device_event(fn, 0, reps, sync)
     if mode == "torch-profiler":
-        return timing.time_torch_profiler(fn, 0, reps, sync, kernel_names)
+        return timing.time_torch_profiler(fn, 0, reps, sync, kernel_names, flush)
     if mode == "torch-npu-profiler":
         return timing.time_torch_npu_profiler(fn, 0, reps, sync, kernel_names, case_id)
     if mode == "perf-counter":
-        return timing.time_perf_counter(fn, 0, reps, sync)
+        return timing.time_perf_counter(fn, 0, reps, sync, flush)
     raise ValueError(f"bench mode {mode!r} cannot run in the operator process")
 
 

@@ -84,6 +84,7 @@ def _run_paired(request: dict[str, Any], backend: Any, events: Any, make_record:
     from helix_engine.workspace import layout
 
     sides = Sides(bench, clients, layout.workspace_of(files["candidate"]), outputs_on_device=True)
+    sides.l2 = str(request.get("l2") or "warm")
     probe = ContextProbe.start(backend)
     findings: list[Finding] = []
     records: list[dict[str, Any]] = []

@@ -81,6 +81,8 @@ class Sides:
         self._need: dict[str, int] = {}
         #: per side and kind of request (inputs, slot, fetch, claimed), µs each took this case
         self.busy_us: dict[str, dict[str, list[float]]] = {}
+        #: the cache state timed calls are measured in: "flushed" writes the L2 over before each
+        self.l2 = "warm"
 
     def load(self, name: str, program: CallProgram, drop: list[str] | tuple[str, ...] = ()) -> None:
         blob: bytes | None = None
@@ -126,12 +128,14 @@ class Sides:
         self._ask(side, {"cmd": "begin", "name": name, "sets": copies, "keep": reps}, channel="prepare")
         if mode in IN_PROCESS_MODES:
             timing, _ = self._ask(side, {"cmd": "timed", "mode": mode, "reps": reps, "kernel_names": kernel_names,
-                                         "case_id": case_id})
+                                         "case_id": case_id, "l2": self.l2})
             self._note(side, "claimed", sum(finite_samples(timing.get("samples_us"))))
             return timing
         start = time.perf_counter()
         samples: list[float] = []
         for _ in range(reps):
+            if self.l2 == "flushed" and mode is not None:  # its own request: outside the call's round trip
+                self._ask(side, {"cmd": "flush"}, channel="flush")
             wall, reply = client.timed_round_trip({"cmd": "once"})
             null, _ = client.timed_round_trip({"cmd": "noop"})  # the pipe's cost now, under the same load
             claimed = reply.get("us")
@@ -173,7 +177,7 @@ class Sides:
             return []
         claimed = _median(busy["candidate"].get("claimed") or [0.0])
         extra, spread, where = 0.0, 0.0, "slot"
-        for channel in ("inputs", "prepare", "slot", "fetch"):
+        for channel in ("inputs", "prepare", "slot", "fetch", "flush"):
             diffs = [c - r for c, r in zip(busy["candidate"].get(channel) or [], busy["reference"].get(channel) or [],
                                            strict=False)]
             if len(diffs) < 3:
@@ -185,7 +189,8 @@ class Sides:
         if not extra:
             return []
         what = {"inputs": "to take an input set", "prepare": "to copy a slot's inputs",
-                "slot": "per slot outside its timed calls", "fetch": "to hand over a call's outputs"}[where]
+                "slot": "per slot outside its timed calls", "fetch": "to hand over a call's outputs",
+                "flush": "to write over the L2 before a call"}[where]
         return [Finding("hidden-work", case, f"the candidate's process takes {extra / 1e3:.1f} ms more than the "
                                              f"reference's {what} (median, side by side; spread "
                                              f"{spread / 1e3:.1f} ms; its timed calls of a slot claim "

@@ -66,6 +66,8 @@ class Calibration(FileModel):
     baseline_operator_sha256: str | None = None
     bench_file: str
     bench_mode: str
+    #: the cache state it was measured in (PerfRecord.cache_state); None: from before it was recorded
+    l2: str | None = None
     backend: str
     device: str | None = None
     rounds: int
@@ -171,6 +173,9 @@ def _mismatch(cal: Calibration, records: Sequence[PerfRecord]) -> str | None:
         return f"{SHOWN_PATH} was measured with bench mode {cal.bench_mode}, these files with {r.bench_mode}"
     if r.backend and r.backend != cal.backend:
         return f"{SHOWN_PATH} was measured on the {cal.backend} backend, these files on {r.backend}"
+    cal_l2 = cal.l2 or ("flushed" if cal.bench_mode == "device-event" else "warm")
+    if r.bench_mode and r.cache_state != cal_l2:
+        return f"{SHOWN_PATH} was measured with the L2 {cal_l2}, these files with it {r.cache_state}"
     if r.device and cal.device and r.device != cal.device:
         return f"{SHOWN_PATH} was measured on {cal.device}, these files on {r.device}"
     return None

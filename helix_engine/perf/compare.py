@@ -157,6 +157,22 @@ def _check_bench_modes(
             "cannot compare results from different bench modes: "
             f"baseline={b_mode}, candidate={c_mode}"
         )
+    b_l2, c_l2 = _cache_state(baseline, bname), _cache_state(candidate, cname)
+    if b_l2 != c_l2:
+        raise _Fatal(
+            f"cannot compare results measured with the L2 {b_l2} (baseline) and {c_l2} (candidate): a case "
+            "that fits the cache reads faster warm; bench both the same way (run-bench --l2 "
+            f"{b_l2} for the candidate, or a paired run-bench, which measures both sides in one job)"
+        )
+
+
+def _cache_state(records: Sequence[PerfRecord], name: str) -> str | None:
+    """The file's one cache state (PerfRecord.cache_state); a file that mixes them is refused."""
+    states = {r.cache_state for r in records if r.bench_mode is not None}
+    if len(states) > 1:
+        raise _Fatal(f"cannot compare results: {_file_of(records, name)}: mixed L2 states in same file "
+                     f"({', '.join(sorted(str(s) for s in states))})")
+    return next(iter(states), None)
 
 
 def _entry(record: PerfRecord, where: str, source: str) -> _Entry:

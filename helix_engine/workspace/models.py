@@ -253,7 +253,7 @@ UPSTREAM_PERF_KEYS: tuple[str, ...] = (
     "case_wall_clock_seconds",
     "bench_mode",
 )
-HELIX_PERF_KEYS: tuple[str, ...] = ("samples_us", "stats", "method", "device", "backend", "helix_version",
+HELIX_PERF_KEYS: tuple[str, ...] = ("l2", "samples_us", "stats", "method", "device", "backend", "helix_version",
                                     "context")
 
 
@@ -303,6 +303,9 @@ class PerfRecord(_FileModel):
     error_message: str | None = None
     case_wall_clock_seconds: float | None = None
     bench_mode: str | None = None
+    #: the cache state the case was measured in: "flushed" (the L2 written over before every
+    #: timed repetition) or "warm"; None in files from before it was recorded (cache_state())
+    l2: str | None = None
     samples_us: list[float] | None = None
     stats: SampleStats | None = None
     method: str | None = None
@@ -315,6 +318,16 @@ class PerfRecord(_FileModel):
     @property
     def latency_id(self) -> str:
         return f"latency-{self.case_label}"
+
+    @property
+    def cache_state(self) -> str | None:
+        """``l2``, or for a record from before it was recorded what its bench mode did: do_bench
+        (device-event) always flushed, every other mode ran warm; None without a bench mode."""
+        if self.l2 is not None:
+            return self.l2
+        if self.bench_mode is None:
+            return None
+        return "flushed" if self.bench_mode == "device-event" else "warm"
 
     def to_json(self) -> dict[str, Any]:
         """Upstream keys always (null when unknown), then helix keys when set, then extras."""

@@ -90,8 +90,12 @@ def test_calibrate_writes_the_noise_floor_that_a_later_comparison_uses(tmp_path:
     shutil.copy(ws / "add.py", ws / "baseline" / "add.py")
     assert main(["calibrate", str(ws), "--rounds", "2"]) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("Calibration: 2 case(s), 2 A/A round(s) of baseline/add.py against itself")
+    assert printed.startswith("Calibration: 2 case(s), 2 A/A round(s) of baseline/add.py against a separate copy of "
+                              "it (paired, perf-counter, L2 warm")
+    copy = ws / ".helix" / "calibrate" / "reference" / "add.py"  # two files, as a round's pair is
+    assert copy.read_bytes() == (ws / "baseline" / "add.py").read_bytes()
     cal = Calibration.model_validate_json((ws / ".helix" / "calibration.json").read_text())
+    assert cal.l2 == "warm"
     assert set(cal.cases) == {"latency-n256", "latency-n1000"} and cal.rounds == 2 and len(cal.job_ids) == 2
     assert all(c.margin >= 0.01 and len(c.points) == 2 for c in cal.cases.values())
     assert cal.bench_mode == "perf-counter" and cal.backend == "cpu" and cal.context is not None
@@ -199,3 +203,28 @@ def test_a_slow_outlier_does_not_turn_a_paired_probe_gain_into_a_regression(tmp_
     assert ("Speedup statistic: ratio of medians (per case; the geomean above is of the same; the avg improvement "
             "is compare-perf's over the ratio of means)") in out.text.splitlines()
     assert out.avg_improvement_pct == pytest.approx(ev.avg_improvement_pct)  # compare-perf's number for these records
+
+
+def test_a_paired_run_never_fails_on_a_reference_file_measured_another_way(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28 item 3: the reference's perf file on disk holds an earlier run with the L2 flushed;
+    this paired run measures warm. It prints its result, says in one line why the file was not
+    used, and judges the candidate against the reference as this job measured it."""
+    ws = make_ws(tmp_path, "add")
+    ref = add_operator(ws, "add", "baseline/add.py")
+    monkeypatch.setenv("HELIX_L2", "flushed")
+    first = run_bench(ref, output=ws / "baseline" / "add_perf.txt")
+    assert first.exit_code == 0, first.text
+    assert {json.loads(line)["l2"] for line in (ws / "baseline" / "add_perf.txt").read_text().splitlines()} == {
+        "flushed"}
+    monkeypatch.setenv("HELIX_L2", "warm")
+    out = run_bench(ws / "add.py", against="baseline")
+    assert out.exit_code == 0, out.text
+    notes = [line for line in out.text.splitlines() if line.startswith("Note: ")]
+    assert notes == [f"Note: {ws / 'baseline' / 'add_perf.txt'} holds a run measured with perf-counter, L2 flushed "
+                     "(this job: perf-counter, L2 warm); the comparison below uses the reference as this job "
+                     "measured it"]
+    assert "cannot compare" not in out.text and out.text.splitlines()[-1].startswith("Paired result: ")
+    # compare-perf itself refuses the two files: a case that fits the cache reads faster warm
+    assert main(["compare-perf", "--baseline", str(ws / "baseline" / "add_perf.txt"),
+                 "--compare", str(ws / "add_perf.txt")]) == 1

@@ -267,6 +267,7 @@ class PerfRecord(_FileModel):
     error_message: str | None = None
     case_wall_clock_seconds: float | None = None
     bench_mode: str | None = None
+    l2: str | None = None
     samples_us: list[float] | None = None
     stats: SampleStats | None = None
     method: str | None = None

@@ -10,7 +10,7 @@ from helix_engine.selftest.pack import PACK
 from helix_engine.selftest.run import HONEST, operator_source
 
 WORKFLOWS = {"standard", "edit-baseline-perf", "self-reported", "case-id", "own-reference", "one-case-baseline",
-             "swap-after-test", "swap-after-bench", "edit-perf"}
+             "swap-after-test", "swap-after-bench", "edit-perf", "swap-config"}
 
 
 def test_list_names_every_cheat(capsys: pytest.CaptureFixture[str]) -> None:

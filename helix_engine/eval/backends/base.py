@@ -16,6 +16,8 @@ from typing import Any
 
 #: Upstream forces this Triton-Ascend variable off for every run (spec §7).
 ALL_BLOCKS_PARALLEL = "TRITON_ALL_BLOCKS_PARALLEL"
+#: The cache state asked for (``--l2``): "flushed" or "warm"; unset, each bench mode's default.
+L2_ENV = "HELIX_L2"
 
 
 class Backend:
@@ -28,6 +30,11 @@ class Backend:
     bench_modes: tuple[str, ...] = ("perf-counter",)
     #: Bytes written between timed repetitions to evict the L2 cache (do_bench uses 256 MB).
     l2_flush_bytes: int = 256 * 1024 * 1024
+    #: Per bench mode, the cache states it measures in, its default first ("flushed": the L2
+    #: written over before each timed repetition; "warm": each finds what the one before left).
+    l2_states: dict[str, tuple[str, ...]] = {"perf-counter": ("warm", "flushed")}
+    #: child side: the cache state this job measures in (the request's ``l2``)
+    l2: str = "warm"
 
     # ------------------------------------------------------------------ parent side
     def child_env(self, device: str | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -57,6 +64,22 @@ class Backend:
             )
         return mode
 
+    def l2_for(self, mode: str, requested: str | None = None) -> str:
+        """The cache state a run of ``mode`` measures in: ``requested`` (else ``$HELIX_L2``)
+        when the mode can measure in it, else the mode's default; one it cannot is a HelixError."""
+        from helix_engine.errors import HelixError
+
+        states = self.l2_states.get(mode, ("warm",))
+        wanted = (requested or os.environ.get(L2_ENV) or "").strip().lower()
+        if not wanted:
+            return states[0]
+        if wanted not in states:
+            other = [m for m, s in self.l2_states.items() if wanted in s]
+            raise HelixError(f"bench mode {mode} on the {self.name} backend measures with the L2 "
+                             f"{' or '.join(states)}, not {wanted!r}"
+                             + (f"; {', '.join(other)} can measure {wanted}" if other else ""))
+        return wanted
+
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -65,6 +88,7 @@ class Backend:
             "default_bench_mode": self.default_bench_mode,
             "bench_modes": list(self.bench_modes),
             "l2_flush_bytes": self.l2_flush_bytes,
+            "l2_states": {mode: list(states) for mode, states in self.l2_states.items()},
         }
 
     # ------------------------------------------------------------------ child side

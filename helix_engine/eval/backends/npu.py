@@ -21,6 +21,11 @@ class NpuBackend(Backend):
     bench_modes = ("torch-npu-profiler", "msprof", "device-event", "perf-counter")
     #: Larger than the L2 of Ascend 910-class devices (192 MB).
     l2_flush_bytes = 256 * 1024 * 1024
+    #: The profiler modes measure warm (as upstream): a flush inside a profiled step would be a
+    #: device op of that step, and kernel_details.csv has no range to tell it apart (not built:
+    #: no NPU to measure it on); do_bench always flushes.
+    l2_states = {"torch-npu-profiler": ("warm",), "msprof": ("warm",), "device-event": ("flushed",),
+                 "perf-counter": ("warm", "flushed")}
 
     def child_env(self, device: str | None = None, base: Mapping[str, str] | None = None) -> dict[str, str]:
         env = super().child_env(device, base)
