@@ -48,6 +48,8 @@ class FleetRow:
     rounds: int
     best_round: str  # the promotion rule's best: "round-N" or "baseline"
     best_geomean: SpeedupEstimate | None  # that round's geomean speedup vs the baseline, with its interval
+    #: what ``best_geomean`` was measured on: "paired run" (both in one job) or "perf files" (separate jobs)
+    best_geomean_measured: str | None = None
     running: list[FleetJob] = field(default_factory=list)
     last_change: float | None = None
     problems: int = 0
@@ -56,6 +58,7 @@ class FleetRow:
         return {"name": self.name, "path": str(self.path), "operator": self.operator, "phase": self.phase,
                 "current_round": self.current_round, "rounds": self.rounds, "best_round": self.best_round,
                 "best_geomean": estimate_to_json(self.best_geomean),
+                "best_geomean_measured": self.best_geomean_measured,
                 "running_jobs": [j.to_json() for j in self.running], "last_change": self.last_change,
                 "problems": self.problems}
 
@@ -101,7 +104,10 @@ def load_row(path: Path) -> FleetRow:
         name=snap.name, path=snap.root, operator=snap.operator_file.name if snap.operator_file else None,
         phase=wf.phase if wf else None, current_round=wf.current_round if wf else None, rounds=len(snap.rounds),
         best_round=promotion.best_label if promotion else "baseline",
-        best_geomean=promotion.best_geomean() if promotion else None, running=running,
+        best_geomean=promotion.best_geomean() if promotion else None,
+        best_geomean_measured=(None if promotion is None or promotion.best_geomean() is None
+                               else "paired run" if promotion.best_geomean_paired() else "perf files"),
+        running=running,
         last_change=last_change(path), problems=len(snap.problems))
 
 
@@ -162,7 +168,8 @@ def fleet_text(rows: list[FleetRow], now: float) -> str:
     if not rows:
         return "no operator workspaces here"
     header = ("workspace", "phase", "best", "geomean vs baseline", "running jobs", "changed")
-    table = [header] + [(clean(r.name), phase_text(r), r.best_round, geomean_text(r.best_geomean),
+    table = [header] + [(clean(r.name), phase_text(r), r.best_round,
+                         geomean_text(r.best_geomean) + (" paired" if r.best_geomean_measured == "paired run" else ""),
                          clean(jobs_text(r)), age_text(r.last_change, now)) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)

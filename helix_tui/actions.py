@@ -54,6 +54,7 @@ def expected_operator(snap: WorkspaceSnapshot, key: str) -> str:
 JOB_COMMANDS: dict[str, tuple[str, str]] = {
     "test": ("run-test", "run-test"),
     "bench": ("run-bench", "run-bench"),
+    "bench-baseline": ("run-bench", "run-bench"),
     "probe": ("probe-bench", "probe-bench"),
     "profile": ("profile-bench", "profile-bench"),
 }
@@ -88,7 +89,10 @@ def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *,
     if operator is None:
         raise ActionRefused(f"{expected_operator(snap, key)} does not exist: start-round creates it from the "
                             "parent's operator; write the round's operator there")
-    if kind == "bench":
+    if kind == "bench-baseline" and n is None:
+        raise ActionRefused("v compares a round with the baseline in one job: select a round (b benches the "
+                            "baseline itself)")
+    if kind in ("bench", "bench-baseline"):
         _refuse_rebenching(operator)
     baseline_op = snap.baseline.operator_file if snap.baseline else None
     commands = _subparsers() if commands is None else commands
@@ -110,6 +114,9 @@ def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *,
             if flag in flags:
                 argv += [flag, str(baseline_op.relative_to(snap.root))]
                 break
+    if kind in ("bench", "bench-baseline") and n is not None and "--against" in flags:
+        # a round is measured paired, as the CLI's gate wants it: beside its parent (b) or the baseline (v)
+        argv += ["--against", "parent" if kind == "bench" and _has_parent(snap, n) else "baseline"]
     if kind == "probe":
         if n is None:
             raise ActionRefused("probe compares a round with the baseline: select a round first")
@@ -121,6 +128,16 @@ def job_argv(kind: str, snap: WorkspaceSnapshot, key: str, *,
             raise ActionRefused("profiling needs a case id: run a benchmark (b) first so its cases are known")
         argv += ["--case-id", case]
     return [a for a in argv if a]
+
+
+def _has_parent(snap: WorkspaceSnapshot, n: int) -> bool:
+    """Whether round ``n`` records a parent (round-state.json, or what start-round recorded); a
+    round that records none is benched against the baseline."""
+    view = snap.rounds.get(n)
+    if view is not None and view.state is not None:
+        return True
+    entry = snap.workflow.rounds.get(str(n)) if snap.workflow is not None else None
+    return bool(getattr(entry, "parent_round", None))
 
 
 def _refuse_rebenching(operator: Path) -> None:

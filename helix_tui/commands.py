@@ -36,14 +36,15 @@ class CockpitAction:
 
 ACTIONS: tuple[CockpitAction, ...] = (
     CockpitAction("t", "run('test')", "Run test", "Run the correctness test of the selected round or baseline (a job)", "test"),
-    CockpitAction("b", "run('bench')", "Run bench", "Benchmark the selected round or baseline (a job; writes the perf file)", "bench"),
+    CockpitAction("b", "run('bench')", "Run bench", "Benchmark the selected round against its parent, both in one job (run-bench --against parent: the paired verdict); on the baseline, bench it alone (a job; writes the perf file)", "bench"),
+    CockpitAction("v", "run('bench-baseline')", "Bench vs baseline", "Benchmark the selected round against the baseline, both in one job (run-bench --against baseline: the paired verdict the promotion rule reads)"),
     CockpitAction("p", "run('probe')", "Probe", "Fast probe-bench of the selected round against the baseline (a job)"),
     CockpitAction("f", "run('profile')", "Profile", "Profile the selected round or baseline into its profile/ folder (a job)"),
     CockpitAction("x", "cancel_job", "Cancel job", "Cancel the job selected in the Jobs pane (SIGTERM, then SIGKILL)"),
     CockpitAction("i", "capture_ir", "Capture IR", "Capture the compiler stages of the selected round or baseline into its ir/ folder (helix ir capture, a job)"),
     CockpitAction("B", "prepare_baseline", "Prepare baseline", "Snapshot the operator into baseline/, test, bench and submit it (helix prepare-baseline; b, t and n offer it while the baseline is missing)"),
     CockpitAction("c", "toggle_against", "Compare parent/baseline", "Compare the round with its parent or the baseline: in the Diff pane the operator diff (parent first), elsewhere the perf table (baseline first)", "vs"),
-    CockpitAction("K", "calibrate", "Calibrate noise", "A/A run of the baseline against itself: each case's noise floor into .helix/calibration.json, the margin verdicts use (helix calibrate, a job)"),
+    CockpitAction("K", "calibrate", "Calibrate noise", "A/A runs of the baseline against a separate copy of it: each case's noise floor into .helix/calibration.json, the margin verdicts use (helix calibrate, jobs)"),
     CockpitAction("m", "cycle_metric", "Metric", "Switch the compared metric: auto, kernel, total-op, all", "metric"),
     CockpitAction("n", "start_round", "Start round", "Start the next round: strategy, analysis policy, reason", "start"),
     CockpitAction("s", "submit_round", "Submit round", "Write round-state.json and submit the selected round", "submit"),

@@ -212,7 +212,8 @@ class JobTracker:
 
         with self.lock:
             todo = [(live.id, row, row.record) for live in self.jobs.values() for row in live.cases.values()
-                    if row.status != "running" and row.evaluated_against is not baseline]
+                    if row.status != "running" and row.evaluated_against is not baseline
+                    and live.kind != "calibrate"]  # A/A: a noise floor, not a speedup
         results = [(job_id, row, record, live_case(baseline, record) if baseline else None)
                    for job_id, row, record in todo]
         changed: set[str] = set()

@@ -51,6 +51,8 @@ def calibrate(workspace: Path | str = ".", *, cases: list[str] | None = None, ro
     known = next((r.bench_mode for r in (snap.baseline.perf if snap.baseline else []) if r.bench_mode), None)
     mode = bench_mode_for(be, bench_mode or (known if known in be.bench_modes else None))
     evaluations = []
+    references: list[list[Any]] = []  # each round's records of the file that was the reference
+    candidates: list[list[Any]] = []
     job_ids: list[str] = []
     context = None
     device = None
@@ -70,11 +72,19 @@ def calibrate(workspace: Path | str = ".", *, cases: list[str] | None = None, ro
         if ev.errors or not ev.cases:
             return _failed(f"the A/A comparison failed: {(ev.errors or ['no case was measured'])[0]}", job_ids)
         evaluations.append(ev)
+        references.append([record_from_json(r) for r in got.reference.records])
+        candidates.append(records)
         context = next((r.context for r in records if r.context is not None), context)
         device = next((r.device for r in records if r.device), device)
     noise = calibration.case_noise(evaluations)
     if not noise:
         return _failed("no case had enough blocks for an interval; raise the cases' repeats", job_ids)
+    from helix_engine.perf.evaluation import evaluate
+
+    # the drift between jobs: round 0's reference against each later round's candidate, unpaired
+    calibration.add_unpaired(noise, [evaluate(references[0], later, metric="auto", skip_latency_errors=True,
+                                                              with_ci=False)
+                                     for later in candidates[1:]])
     old, _ = calibration.load(ws)
     kept = {}
     if cases and old is not None and (old.bench_mode, old.backend, old.device) == (mode, be.name, device):
@@ -90,8 +100,9 @@ def calibrate(workspace: Path | str = ".", *, cases: list[str] | None = None, ro
     for item in noise.values():
         points = ", ".join(f"{p:.3f}x" for p in item.points)
         median = f", ratio of medians {item.median_margin:.1%}" if item.median_margin is not None else ""
+        drift = (f"; separate jobs {item.unpaired_margin:.1%}" if item.unpaired_margin is not None else "")
         lines.append(f"  {item.latency_id}: margin {item.margin:.1%} (ratio of means{median}; A/A {points}; "
-                     f"{item.blocks} blocks per round)")
+                     f"{item.blocks} blocks per round){drift}")
     lines.append(f"Wrote {calibration.SHOWN_PATH}: verdicts and the promotion rule now use each case's margin "
                  "(never below 1%) for files measured this way.")
     return {"exit_code": 0, "calibration": str(path), "job_ids": job_ids,

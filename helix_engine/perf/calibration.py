@@ -55,6 +55,10 @@ class CaseNoise(FileModel):
     median_noise_floor: float | None = None
     median_margin: float | None = None
     median_points: list[float] = filemodel.field(default_factory=list)
+    #: two files measured in separate jobs: the first round's reference against each later round's
+    #: candidate (ratio of means); its floor is the margin an unpaired comparison is judged by
+    unpaired_points: list[float] = filemodel.field(default_factory=list)
+    unpaired_margin: float | None = None
 
 
 class Calibration(FileModel):
@@ -136,6 +140,19 @@ def _floor(points: Sequence[float], intervals: Sequence[tuple[float, float]]) ->
                math.exp(median_hw) - 1.0)
 
 
+def add_unpaired(noise: dict[str, CaseNoise], unpaired: Sequence[RoundEvaluation]) -> None:
+    """Each case's drift between jobs from ``unpaired`` (the first round's reference records
+    against each later round's candidate records, evaluated unpaired): its points and a margin,
+    the prediction bound of a later point (never below the largest seen); none from one point."""
+    for lid, item in noise.items():
+        points = [c.mean.point for ev in unpaired for c in ev.cases if c.latency_id == lid]
+        if len(points) < 2 or len(points) < len(unpaired):
+            continue
+        bound = prediction_bound(points)
+        floor = max(max(_distance(p) for p in points), math.expm1(bound) if math.isfinite(bound) else math.inf)
+        item.unpaired_points, item.unpaired_margin = points, max(DEFAULT_MARGIN, floor)
+
+
 def case_noise(rounds: Sequence[RoundEvaluation]) -> dict[str, CaseNoise]:
     """Per case, the noise floor over the A/A rounds (each a paired evaluation of the baseline
     against itself), for the ratio of means and, where every round has one, the ratio of
@@ -194,6 +211,8 @@ def margins_for(workspace: Path | None, records: Sequence[PerfRecord] = ()) -> N
         return NoiseMargins(note=f"not calibrated: {mismatch}")
     return NoiseMargins(per_case={k: v.margin for k, v in cal.cases.items()},
                         per_case_median={k: v.median_margin for k, v in cal.cases.items() if v.median_margin},
+                        per_case_unpaired={k: v.unpaired_margin for k, v in cal.cases.items()
+                                           if v.unpaired_margin is not None},
                         source="calibrated", file=SHOWN_PATH)
 
 

@@ -219,6 +219,14 @@ def _estimate(statistic: Statistic, point: float, dist: Any, sample_point: float
                            interval=Interval(low=low, high=high, confidence=confidence), verdict=judged)
 
 
+def _unpaired(estimate: SpeedupEstimate, drift: float | None) -> SpeedupEstimate:
+    """``estimate``, its verdict "unpaired" when no drift between jobs was measured (``drift``
+    None); the interval stays (it says how steady each job was), the verdict does not claim one."""
+    if drift is None:
+        estimate.verdict = "unpaired"
+    return estimate
+
+
 def _geo(values: Sequence[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
@@ -303,7 +311,8 @@ def from_pairs(paired: Paired, *, rule: Rule, with_ci: bool = True,
             ev.geomean_median = SpeedupEstimate(
                 statistic="median", point=_geo([c.median.point for c in ev.cases if c.median is not None]))
     if with_ci:
-        _attach_intervals(ev, samples, any_samples, margins, ci_statistics, case_intervals, confidence)
+        _attach_intervals(ev, samples, any_samples, margins, ci_statistics, case_intervals, confidence,
+                          separate_jobs=blocks is None)
     return ev
 
 
@@ -372,9 +381,14 @@ def _distribution(found: _CaseSamples, statistic: Statistic) -> Any:
 
 def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any_samples: bool,
                       margins: NoiseMargins, statistics: tuple[Statistic, ...],
-                      case_intervals: bool = True, confidence: float = stats.DEFAULT_CONFIDENCE) -> None:
+                      case_intervals: bool = True, confidence: float = stats.DEFAULT_CONFIDENCE,
+                      separate_jobs: bool = False) -> None:
     """Each statistic's bootstrap interval and verdict, per case (judged by the case's own
-    margin for that statistic) and for the geomean (by the mean of its cases' margins)."""
+    margin for that statistic) and for the geomean (by the mean of its cases' margins).
+    ``separate_jobs``: the two sides' records come from separate jobs (no paired result): an
+    interval within each job leaves the drift between them out, so a case is judged only by the
+    drift calibrate measured between jobs (NoiseMargins.for_unpaired), else its verdict is
+    "unpaired"."""
     for case in ev.cases:
         found = samples.get(case.latency_id)
         if found is None:
@@ -386,12 +400,13 @@ def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any
                 continue
             sample_point = stats.statistic_of(found.b, statistic) / stats.statistic_of(found.c, statistic)
             margin = margins.for_case(case.latency_id, statistic)
+            drift = margins.for_unpaired(case.latency_id) if separate_jobs else margin
             if statistic == "mean":
-                case.mean = _estimate("mean", case.mean.point, dist, sample_point, margin, found.units,
-                                      confidence=confidence)
+                case.mean = _unpaired(_estimate("mean", case.mean.point, dist, sample_point, drift or margin,
+                                                found.units, confidence=confidence), drift)
             elif case.median is not None:
-                case.median = _estimate("median", case.median.point, dist, sample_point, margin, found.units,
-                                        confidence=confidence)
+                case.median = _unpaired(_estimate("median", case.median.point, dist, sample_point, drift or margin,
+                                                  found.units, confidence=confidence), drift)
     if not ev.cases:
         return
     if not samples:
@@ -404,16 +419,19 @@ def _attach_intervals(ev: RoundEvaluation, samples: dict[str, _CaseSamples], any
     found_all = [samples[case.latency_id] for case in ev.cases]
     # the geomean's expansion: the fewest units of a case, and the cases' degrees of freedom summed
     n_min, dof = min(s.units for s in found_all), sum(max(1, s.units - 1) for s in found_all)
+    drifts = [margins.for_unpaired(c.latency_id) for c in ev.cases] if separate_jobs else []
+    drift = (sum(d for d in drifts if d is not None) / len(drifts) if all(d is not None for d in drifts) else None) \
+        if separate_jobs else 0.0
     if ev.geomean is not None and "mean" in statistics:
         sample_geo = _geo([stats.statistic_of(s.b, "mean") / stats.statistic_of(s.c, "mean") for s in found_all])
         dist = stats.geomean_distribution([s.dists["mean"] for s in found_all])
-        ev.geomean = _estimate("mean", ev.geomean.point, dist, sample_geo, ev.noise_margin, n_min, dof, confidence)
+        ev.geomean = _unpaired(_estimate("mean", ev.geomean.point, dist, sample_geo, drift or ev.noise_margin, n_min,
+                                         dof, confidence), drift)
     if ev.geomean_median is not None and "median" in statistics:
         dist = stats.geomean_distribution([s.dists["median"] for s in found_all])
         point = ev.geomean_median.point
-        ev.geomean_median = _estimate("median", point, dist, point,
-                                      margins.for_geomean([c.latency_id for c in ev.cases], "median"), n_min, dof,
-                                      confidence)
+        margin = drift or margins.for_geomean([c.latency_id for c in ev.cases], "median")
+        ev.geomean_median = _unpaired(_estimate("median", point, dist, point, margin, n_min, dof, confidence), drift)
 
 
 # --------------------------------------------------------------------------- entry points

@@ -35,7 +35,7 @@ CACHE_FILE = "intervals.sealed"
 VERSION = 2  # 2: sealed (workspace/sealed.py)
 #: Entries kept in the file beyond those the last run used (other metrics, older margins).
 MAX_ENTRIES = 20000
-_VERDICTS = ("faster", "slower", "within-noise")
+_VERDICTS = ("faster", "slower", "within-noise", "unpaired")
 
 _digests: dict[int, tuple[Sequence[PerfRecord], str]] = {}
 _DIGESTS_KEPT = 256

@@ -34,6 +34,9 @@ class NoiseMargins(FileModel):
     default: float = DEFAULT_MARGIN
     per_case: dict[str, float] = field(default_factory=dict)  # canonical latency id → margin (ratio of means)
     per_case_median: dict[str, float] = field(default_factory=dict)  # … of the ratio of medians
+    #: canonical latency id → the margin for two files measured in separate jobs: the A/A drift
+    #: between calibrate's jobs (its first job's reference against each later job's candidate)
+    per_case_unpaired: dict[str, float] = field(default_factory=dict)
     source: MarginSource = "default"
     file: str | None = None  # the calibration file the margins came from
     note: str | None = None  # why a calibration was not used, when one exists
@@ -48,6 +51,12 @@ class NoiseMargins(FileModel):
         if found is None and statistic == "median":
             found = self.per_case.get(canonical_id(latency_id))
         return self.default if found is None else max(DEFAULT_MARGIN, found)
+
+    def for_unpaired(self, latency_id: str) -> float | None:
+        """The margin for a case whose two sides ran in separate jobs: the measured drift between
+        jobs (never below 1%), or None when none was measured (then there is no verdict)."""
+        found = self.per_case_unpaired.get(canonical_id(latency_id))
+        return None if found is None else max(DEFAULT_MARGIN, found)
 
     def for_geomean(self, latency_ids: Iterable[str], statistic: str = "mean") -> float:
         if not self.per_case and not self.per_case_median:  # the same sum, without a lookup per case

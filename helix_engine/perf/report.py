@@ -85,6 +85,19 @@ def pairing_line(comparison: Comparison) -> str | None:
             "compare with it.")
 
 
+#: what an "unpaired" verdict means, printed under the intervals that carry one
+UNPAIRED_NOTE = ("Unpaired: measured in separate jobs, and the drift between jobs is not in these intervals; "
+                 "run a paired bench for a verdict (run-bench --against baseline, or --baseline-operator-file), "
+                 "or `helix calibrate` to measure that drift")
+
+
+def unpaired_verdicts(comparison: Comparison) -> bool:
+    """Whether any interval of ``comparison`` got the verdict "unpaired"."""
+    estimates = [e for case in comparison.cases for e in (case.mean, case.median) if e is not None]
+    estimates += [e for e in (comparison.geomean, comparison.geomean_median) if e is not None]
+    return any(e.verdict == "unpaired" for e in estimates)
+
+
 def format_ci_lines(comparison: Comparison) -> list[str]:
     """Our confidence lines (each ≤ 80 columns unless an id alone is longer): per statistic, each
     case's point with its own interval and verdict, then the geomean's; the margin the verdicts
@@ -120,6 +133,8 @@ def format_ci_lines(comparison: Comparison) -> list[str]:
             lines.append(f"Geomean speedup 95% CI ({label}): {_estimate_text(estimate)}")
     if any(case.mean.interval is not None for case in judged.cases) and judged.margin_text:
         lines.append(f"Noise margin: {clean(judged.margin_text)}")
+    if unpaired_verdicts(judged):
+        lines.append(UNPAIRED_NOTE)
     if judged.ci_note:
         lines.append(judged.ci_note)
     elif comparison.ci_note and comparison is not judged:

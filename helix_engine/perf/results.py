@@ -22,7 +22,9 @@ from typing import Any, Literal
 from helix_engine.record import record
 
 Statistic = Literal["mean", "median"]
-Verdict = Literal["faster", "slower", "within-noise"]
+#: "unpaired": the two sides were measured in separate jobs and no measured drift between jobs
+#: widens the margin, so the interval (within each job) cannot say faster or slower
+Verdict = Literal["faster", "slower", "within-noise", "unpaired"]
 Rule = Literal["compare-perf", "status"]
 PromotionStatus = Literal["current best", "validated branch", "not promoted"]
 Basis = Literal["interval", "point", "none"]

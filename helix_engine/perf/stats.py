@@ -29,7 +29,7 @@ NOISE_BAND = 0.01
 #: Samples kept per case in a perf file.
 DEFAULT_SAMPLE_CAP = 2000
 
-Verdict = Literal["faster", "slower", "within-noise"]
+Verdict = Literal["faster", "slower", "within-noise", "unpaired"]
 Statistic = Literal["mean", "median"]
 #: Resamples drawn per numpy call when bootstrapping means (bounds the index matrix's memory).
 _MEAN_CHUNK_VALUES = 2_000_000

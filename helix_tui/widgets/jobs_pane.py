@@ -18,8 +18,10 @@ from helix_tui import render
 from helix_tui.jobs_state import MAX_LOG_LINES, CaseRow, JobLive, JobTracker
 from helix_tui.render import plain
 
-#: The live column: compare-perf's per-case speedup (ratio of means) against the baseline.
-LIVE_COLUMN = "speedup (mean)"
+#: The live column: compare-perf's per-case speedup (ratio of means) against the baseline's perf
+#: file, as each case finishes: provisional and unpaired (the round's number is the paired run's,
+#: in the perf pane once the job is done); a calibrate job's cases are A/A, not speedups.
+LIVE_COLUMN = "live vs base, unpaired"
 STATUS_STYLE = {
     "queued": "dim",
     "running": "bold cyan",
@@ -171,7 +173,7 @@ class JobsPane(Vertical):
                 Text(state, style={"done": "green", "error": "red", "running": "cyan"}.get(state, "yellow")),
                 render.micros(row.median_us),
                 plain(stats.get("n", "")),
-                _speedup(row),
+                _speedup(row, live.kind),
                 plain(str(row.record.get("error_message") or "")[:60]),
             )
         lines = [clean(line, multiline=True) for line in live.log]  # output.log and log events
@@ -196,8 +198,12 @@ class JobsPane(Vertical):
             self.post_message(self.Chosen(job_id))
 
 
-def _speedup(row: CaseRow) -> Text:
-    """The case's speedup (ratio of means) vs the baseline, read from the engine's result."""
+def _speedup(row: CaseRow, kind: str = "") -> Text:
+    """The case's speedup (ratio of means) vs the baseline, read from the engine's result; for a
+    calibrate job, none: its cases measure the baseline against a copy of itself (a noise floor,
+    which calibrate prints and the perf pane's margins use, never a speedup)."""
+    if kind == "calibrate":
+        return Text("A/A", style="dim")
     found = row.evaluation
     if found is None:
         return Text("")

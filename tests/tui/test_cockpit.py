@@ -297,6 +297,7 @@ def _recorder(tmp_path: Path, name: str) -> tuple[Path, Path]:
 @pytest.mark.parametrize(
     ("key", "command", "flag"),
     [("t", "run-test", "--ref-operator-file"), ("b", "run-bench", "--bench-file"),
+     ("b", "run-bench", "--against baseline"), ("v", "run-bench", "--against baseline"),
      ("p", "probe-bench", "--baseline-operator-file"), ("f", "profile-bench", "--case-id")],
 )
 async def test_job_keys_spawn_the_cli(active_ws: Path, tmp_path: Path, monkeypatch, key: str, command: str,
@@ -313,8 +314,31 @@ async def test_job_keys_spawn_the_cli(active_ws: Path, tmp_path: Path, monkeypat
         argv = out.read_text().split()
         assert argv[:3] == ["-m", "helix_engine", command]
         assert argv[argv.index("--operator-file") + 1] == "opt-round-3/opt_add.py"
-        if flag:
-            assert flag in argv
+        if flag:  # a round is benched paired, as the gate wants it (issue 28 item 6)
+            name, _, value = flag.partition(" ")
+            assert name in argv and (not value or argv[argv.index(name) + 1] == value)
+
+
+def test_the_baseline_is_benched_alone_and_v_needs_a_round(active_ws: Path) -> None:
+    """b on a round benches it beside the parent start-round recorded (the fixture's round 3 records
+    none: beside the baseline, as the parametrized test above sees), v beside the baseline."""
+    from helix_engine.workspace.snapshot import load_workspace
+
+    state = active_ws / ".helix" / "state.json"
+    data = json.loads(state.read_text())
+    data["rounds"]["3"]["parent_round"] = "opt-round-2"
+    state.write_text(json.dumps(data))
+    snap = load_workspace(active_ws)
+    argv = actions.job_argv("bench", snap, "opt-round-3")
+    assert argv[argv.index("--against") + 1] == "parent"
+    argv = actions.job_argv("bench-baseline", snap, "opt-round-3")
+    assert argv[argv.index("--against") + 1] == "baseline"
+    argv = actions.job_argv("bench", snap, "baseline") if not (active_ws / "baseline" / "add_perf.txt").is_file() \
+        else None
+    if argv is not None:
+        assert "--against" not in argv
+    with pytest.raises(actions.ActionRefused, match="v compares a round with the baseline in one job"):
+        actions.job_argv("bench-baseline", snap, "baseline")
 
 
 async def test_edit_opens_the_file_of_the_pane(ws: Path, tmp_path: Path, monkeypatch) -> None:
@@ -397,8 +421,10 @@ async def test_perf_pane_shows_confidence_and_verdicts(tmp_path: Path) -> None:
         table = app.main.query_one("#perf-table", DataTable)
         assert await wait_for(pilot, lambda: "vs baseline" in shown(app.main.query_one("#perf-summary")))
         rows = table_rows(table)
-        assert rows[0][1].startswith("1.25x [") and rows[0][2] == "faster"
-        assert rows[1][2] == "within-noise"
+        # two perf files benched in separate jobs, no drift between jobs measured: no verdict (the
+        # paired run's verdicts: tests/tui/test_header_paired.py)
+        assert rows[0][1].startswith("1.25x [") and rows[0][2] == "unpaired"
+        assert rows[1][2] == "unpaired"
         assert "geomean (mean) 1.12x [" in shown(app.main.query_one("#perf-summary"))
         for row in rows:  # each speedup beside its own interval: the point lies inside it
             point, low, high = (float(x) for x in re.findall(r"\d+\.\d+", row[1])[:3])

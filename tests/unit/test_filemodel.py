@@ -182,6 +182,7 @@ def test_a_model_that_forbids_unknown_keys_refuses_them() -> None:
         NoiseMargins.model_validate({"default": 0.02, "typo": 1})
     assert exc.value.errors() == [{"type": "extra_forbidden", "loc": ("typo",), "msg": "Extra inputs are not permitted"}]
     assert NoiseMargins(default=0.03).model_dump_json() == ('{"default":0.03,"per_case":{},"per_case_median":{},'
+                                                            '"per_case_unpaired":{},'
                                                             '"source":"default","file":null,"note":null}')
 
 

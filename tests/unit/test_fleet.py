@@ -56,6 +56,9 @@ def test_fleet_rows_carry_the_numbers_status_prints(fleet_folder: Path, capsys: 
         assert row["best_geomean"] == op["promoted_geomean"]  # point, interval and verdict: the same object
     assert rows["softmax"]["best_round"] == "round-2" and rows["softmax"]["best_geomean"]["point"] > 1
     assert rows["layernorm"]["best_round"] == "baseline" and rows["layernorm"]["best_geomean"] is None
+    # which measurement the number is (issue 28 item 4): these builder rounds have perf files only
+    assert rows["softmax"]["best_geomean_measured"] == "perf files"
+    assert rows["layernorm"]["best_geomean_measured"] is None
     assert rows["softmax"]["running_jobs"] == [{"id": job_id, "kind": "run-bench", "round": None,
                                                 "status": "running", "node": "10.0.0.7", "device": "1"}]
     assert rows["layernorm"]["running_jobs"] == []

@@ -20,6 +20,7 @@ from helix_engine.perf.evaluation import evaluate
 from helix_engine.perf.margins import NoiseMargins
 from helix_engine.perf.paired import Block, block_order
 from helix_engine.perf.promotion import Candidate, promote
+from helix_engine.perf.report import UNPAIRED_NOTE
 from helix_engine.workspace.models import PerfRecord
 
 
@@ -61,12 +62,18 @@ def test_paired_blocks_absorb_a_drift_that_separate_runs_turn_into_a_verdict() -
     assert case.n_blocks == 12
     assert case.mean.verdict == "within-noise" and case.median is not None and case.median.verdict == "within-noise"
     assert ev.geomean is not None and ev.geomean.verdict == "within-noise"
-    # the same code in two separate runs, each drifting (the second started 5% slower): a verdict
+    # the same code in two separate runs, each drifting (the second started 5% slower): each run's
+    # interval excludes 1.0, which used to read "slower"; without a measured drift between jobs
+    # there is no verdict (issue 28 item 5), and with one as large as this drift, none either
     n = len(ref)
     first = [100 * (1 + 0.1 * i / n) * math.exp(rng.gauss(0, 0.01)) for i in range(n)]
     second = [100 * (1.05 + 0.1 * i / n) * math.exp(rng.gauss(0, 0.01)) for i in range(n)]
     unpaired = evaluate([record("a", first)], [record("a", second)]).cases[0]
-    assert unpaired.mean.verdict == "slower" and unpaired.n_blocks == 0
+    assert unpaired.mean.interval is not None and unpaired.mean.interval.high < 1.0
+    assert unpaired.mean.verdict == "unpaired" and unpaired.n_blocks == 0
+    drift = NoiseMargins(per_case_unpaired={"latency-a": 0.06})
+    assert evaluate([record("a", first)], [record("a", second)], noise_margin=drift).cases[0].mean.verdict == \
+        "within-noise"
 
 
 def test_block_bootstrap_keeps_the_pairing_independent_resampling_loses_it() -> None:
@@ -181,7 +188,7 @@ def test_compare_perf_text_warns_when_the_sides_were_measured_apart(
 def _calibrated_ws(tmp_path: Path, margin: float) -> Path:
     ws = tmp_path / "ws"
     (ws / ".helix").mkdir(parents=True)
-    noise = calibration.CaseNoise(latency_id="latency-a", noise_floor=margin, margin=margin)
+    noise = calibration.CaseNoise(latency_id="latency-a", noise_floor=margin, margin=margin, unpaired_margin=margin)
     calibration.write(ws, calibration.Calibration(
         created_at="2026-07-20T10:00:00Z", baseline_operator="baseline/add.py", bench_file="bench_add.py",
         bench_mode="perf-counter", backend="cpu", device="cpu", rounds=3, cases={"latency-a": noise}))
@@ -198,8 +205,9 @@ def test_a_calibrated_margin_decides_the_verdict_and_is_named(tmp_path: Path,
     b = _write(plain / "add_perf.txt", [record("a", base)])
     c = _write(plain / "opt_add_perf.txt", [record("a", faster)])
     assert main(["compare-perf", "--baseline", str(b), "--compare", str(c)]) == 0
-    out = capsys.readouterr().out
-    assert "faster" in out.split("Speedup 95% CI")[1] and "Noise margin: default 1%" in out
+    out = capsys.readouterr().out  # two files, separate jobs, no calibration: no verdict
+    assert "unpaired" in out.split("Speedup 95% CI")[1] and "Noise margin: default 1%" in out
+    assert "faster" not in out.split("Speedup 95% CI")[1] and UNPAIRED_NOTE in out
     ws = _calibrated_ws(tmp_path, 0.05)
     (ws / "baseline").mkdir()
     (ws / "opt-round-1").mkdir()

@@ -13,7 +13,12 @@ from helix_engine.perf.compare import (
     compare_records,
     format_comparison,
 )
+from helix_engine.perf.margins import NoiseMargins
 from helix_engine.workspace.models import PerfRecord
+
+#: two files benched in separate jobs get a verdict only by a measured drift between jobs (issue
+#: 28 item 5): 1% here, as `helix calibrate` would store it, so the verdict mechanics are what is tested
+DRIFT = NoiseMargins(per_case_unpaired={f"latency-{x}": 0.01 for x in ("a", "fast", "noise", "slow")})
 
 
 def noisy(center: float, n: int = 60, spread: float = 0.02) -> list[float]:
@@ -117,7 +122,8 @@ def test_geomean_ci_resamples_every_case() -> None:
 def test_clearly_faster_slower_and_noise_cases_get_their_verdicts() -> None:
     base = [case("fast", noisy(10.0)), case("noise", noisy(10.0, spread=0.05)), case("slow", noisy(10.0))]
     comp = [case("fast", noisy(7.0)), case("noise", noisy(10.0, spread=0.05)[::-1]), case("slow", noisy(13.0))]
-    result = compare_records(base, comp)
+    assert {c.mean.verdict for c in compare_records(base, comp).cases} == {"unpaired"}  # no drift measured
+    result = compare_records(base, comp, noise_margin=DRIFT)
     expected = {"latency-fast": "faster", "latency-noise": "within-noise", "latency-slow": "slower"}
     for statistic in ("mean", "median"):  # each statistic has its own interval and verdict
         assert {c.latency_id: getattr(c, statistic).verdict for c in result.cases} == expected
@@ -164,7 +170,7 @@ def test_too_few_samples_give_no_ci() -> None:
 def test_some_cases_without_samples_get_no_geomean_ci() -> None:
     base = [case("a", noisy(10.0)), case("b", None, mean=5.0)]
     comp = [case("a", noisy(5.0)), case("b", None, mean=5.0)]
-    result = compare_records(base, comp)
+    result = compare_records(base, comp, noise_margin=DRIFT)
     assert result.cases[0].mean.verdict == "faster" and result.cases[1].mean.verdict is None
     assert result.geomean is not None and result.geomean.interval is None
     assert result.geomean_median is None  # case b has no samples, so no median
@@ -213,7 +219,7 @@ def _split(label: str, kernel_samples: list[float], total_extra: float) -> PerfR
 
 def test_kernel_samples_are_not_used_for_a_total_op_comparison() -> None:
     base, comp = [_split("a", noisy(10.0), 5.0)], [_split("a", noisy(5.0), 5.0)]
-    kernel = compare_records(base, comp, metric="kernel")
+    kernel = compare_records(base, comp, metric="kernel", noise_margin=DRIFT)
     assert kernel.cases[0].mean.verdict == "faster"
     total = compare_records(base, comp, metric="total-op")
     assert total.cases[0].mean.interval is None and total.ci_note == UNUSABLE_SAMPLES_NOTE
@@ -221,7 +227,8 @@ def test_kernel_samples_are_not_used_for_a_total_op_comparison() -> None:
 
 def test_samples_measure_both_metrics_when_kernel_equals_total_op() -> None:
     # perf-counter style: total_op = kernel, so the samples time both views
-    result = compare_records([case("a", noisy(10.0))], [case("a", noisy(5.0))], metric="total-op")
+    result = compare_records([case("a", noisy(10.0))], [case("a", noisy(5.0))], metric="total-op",
+                             noise_margin=DRIFT)
     assert result.cases[0].mean.verdict == "faster"
 
 
@@ -235,7 +242,7 @@ def test_fallback_case_uses_total_op_samples_only_when_both_sides_have_them() ->
     assert result.cases[0].metric == "total-op" and result.cases[0].mean.interval is None
     both = PerfRecord(case_label="a", kernel_avg_time_us=None, total_op_avg_time_us=16.0,
                       error_message=err, bench_mode="torch-npu-profiler", samples_us=noisy(16.0))
-    result = compare_records([both], [total_only])
+    result = compare_records([both], [total_only], noise_margin=DRIFT)
     assert result.cases[0].median.verdict == "faster" and result.cases[0].median.point == 2.0
     assert result.cases[0].mean.point == 2.0  # 16/8: the records' averages
 
