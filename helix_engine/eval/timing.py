@@ -113,9 +113,20 @@ def _step_key(step: str) -> tuple[int, str]:
 
 
 def l2_flusher(backend: Any) -> Callable[[], None]:
-    """A function that writes over the backend's L2 (a buffer of ``l2_flush_bytes``, allocated once)."""
+    """A function that writes over the backend's L2 (a buffer of ``l2_flush_bytes``, allocated
+    once). It refuses to run once the buffer is not the one it allocated (resized or moved by code
+    in the same process: a flush of nothing would leave that side's cache warm)."""
     buffer = backend.l2_flush_buffer()
-    return lambda: backend.flush_l2(buffer)
+    size, ptr = buffer.numel(), buffer.data_ptr()
+
+    def flush() -> None:
+        if buffer.numel() != size or buffer.data_ptr() != ptr:
+            raise RuntimeError(f"the L2 flush buffer was changed ({size} elements at {ptr:#x} became "
+                               f"{buffer.numel()} at {buffer.data_ptr():#x}): something in this process "
+                               "resized or replaced it")
+        backend.flush_l2(buffer)
+
+    return flush
 
 
 def time_perf_counter(fn: Callable[[], Any], warmup: int, repeats: int, sync: Callable[[], None],

@@ -129,6 +129,12 @@ class OperatorProcess:
         self.device = self.backend.device_str
         import torch  # noqa: F401 - imported before the operator: its threads are not the operator's
 
+        from helix_engine.eval import timing
+
+        # the L2 flush's buffer, sized and allocated before the operator is imported: a size read
+        # later (a class attribute the operator may set) could make its side's flush a no-op
+        self.flusher = timing.l2_flusher(self.backend)
+
         try:
             import triton  # noqa: F401
         except ImportError:
@@ -220,11 +226,9 @@ class OperatorProcess:
                 "calls": self.slot.calls}
 
     def _flush(self) -> Any:
-        """This process's L2 flush (its buffer allocated on first use)."""
+        """This process's L2 flush (its buffer allocated in ``start``, before the operator)."""
         if self.flusher is None:
-            from helix_engine.eval import timing
-
-            self.flusher = timing.l2_flusher(self.backend)
+            raise RuntimeError("the L2 flush was not set up before the operator was imported")
         return self.flusher
 
     def flush(self, msg: dict[str, Any]) -> dict[str, Any]:

@@ -81,3 +81,28 @@ def test_a_calibration_of_another_cache_state_is_not_used(tmp_path: Path) -> Non
     warm = margins_for(tmp_path, _records("torch-profiler", "warm"))
     assert flushed.source == "calibrated"
     assert warm.source == "default" and "measured with the L2 flushed, these files with it warm" in (warm.note or "")
+
+
+def test_a_flush_buffer_shrunk_by_the_operator_stops_the_run() -> None:
+    """A cheat that resizes the flush buffer (found through gc) would leave its side warm."""
+    from helix_engine.eval.timing import l2_flusher
+
+    cpu = get_backend("cpu")
+    cpu.l2_flush_bytes = 4096  # this instance only: a small buffer for the test
+    flush = l2_flusher(cpu)
+    flush()
+    tensors = [c.cell_contents for c in flush.__closure__ or () if type(c.cell_contents).__name__ == "Tensor"]
+    assert len(tensors) == 1
+    tensors[0].resize_(1)
+    with pytest.raises(RuntimeError, match="the L2 flush buffer was changed"):
+        flush()
+
+
+def test_the_operator_process_sizes_its_flush_before_the_operator_is_imported() -> None:
+    import inspect
+
+    from helix_engine.gate.opproc import OperatorProcess
+
+    start = inspect.getsource(OperatorProcess.start)
+    hello = inspect.getsource(OperatorProcess.hello)
+    assert "l2_flusher(self.backend)" in start and "import_file" in hello and "l2_flusher" not in hello
