@@ -634,3 +634,44 @@ def measured_through_gate(ws: Path, round_dir: Path) -> None:
         body = gate_record(ws, name)
         if body is not None and not (name == "baseline" and (seals.gate_dir(ws) / "baseline.json").exists()):
             seals.write_record(ws, name, {k: v for k, v in body.items() if k != "format"})
+
+
+def write_paired_sidecar(ws: Path, n: int, reference: Mapping[str, float] | None = None, *,
+                         op: str = DEFAULT_OP, blocks: int = 4, seed: int | None = None) -> Path:
+    """A paired sidecar for round ``n`` against the baseline operator, consistent the way a paired
+    run-bench writes it: the candidate's slots hold the round's perf file's times (its records are
+    the job's candidate side), the reference's ``reference[case]`` (the baseline operator's time in
+    that job; default: the baseline perf file's), ``blocks`` ABBA/BAAB blocks of 3 samples a slot,
+    ±1% noise. The round's perf file must exist: the sidecar carries its sha256."""
+    from helix_engine.perf import paired
+    from helix_engine.workspace.models import PerfRecord
+
+    def read(path: Path) -> list[PerfRecord]:
+        return [PerfRecord.model_validate(json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+
+    perf = ws / f"opt-round-{n}" / f"opt_{op}_perf.txt"
+    base = read(ws / "baseline" / f"{op}_perf.txt")
+    mine = {r.case_label: float(r.kernel_avg_time_us or 1.0) for r in read(perf)}
+    ref_of = {r.case_label: float((reference or {}).get(r.case_label, r.kernel_avg_time_us or 1.0)) for r in base}
+    rng = random.Random(n if seed is None else seed)
+    cases, reference_records = [], []
+    for record in base:
+        label = record.case_label
+        slots = [paired.PairedSlot(block=block, side=side,
+                                   samples_us=[(ref_of[label] if side == "reference" else mine[label])
+                                               * rng.uniform(0.99, 1.01) for _ in range(3)])
+                 for block in range(blocks) for side in paired.block_order(block)]
+        cases.append(paired.PairedCase(case_label=label, block_reps=3, slots=slots))
+        ref_samples = [v for slot in slots if slot.side == "reference" for v in slot.samples_us]
+        reference_records.append(record.model_copy(update={
+            "kernel_avg_time_us": sum(ref_samples) / len(ref_samples),
+            "total_op_avg_time_us": sum(ref_samples) / len(ref_samples), "samples_us": ref_samples}))
+    run = paired.PairedRun(candidate=paired.OperatorRef(path=f"opt-round-{n}/opt_{op}.py"),
+                           reference=paired.OperatorRef(path=f"baseline/{op}.py",
+                                                        sha256=paired.sha256_of(ws / "baseline" / f"{op}.py")),
+                           bench_file=f"bench_{op}.py", bench_mode=base[0].bench_mode or "perf-counter", backend="cpu",
+                           perf_file=str(perf), perf_sha256=paired.sha256_of(perf), reference_records=reference_records,
+                           cases=cases)
+    path = paired.sidecar_path(perf)
+    paired.write_paired(path, run)
+    return path

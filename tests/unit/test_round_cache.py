@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
-from helix_engine.perf import evaluation, paired
+from helix_engine.perf import evaluation
 from helix_engine.status import collect, render
 from helix_engine.workspace import reading, records, round_cache, sealed, status_rules
-from helix_engine.workspace.models import PerfRecord
 from helix_engine.workspace.snapshot import load_workspace, reload
-from tests.builders import Case, RoundSpec, build_workspace, generate_large_workspace
+from tests.builders import Case, RoundSpec, build_workspace, generate_large_workspace, write_paired_sidecar
 
 CACHE = Path(".helix") / "cache" / round_cache.CACHE_FILE
 
@@ -228,29 +227,12 @@ def test_a_warm_load_reads_no_round_state_and_sees_every_change_of_a_round_folde
 
 
 def _pair_round(ws: Path, n: int, cand: tuple[float, float]) -> Path:
-    """A paired sidecar for round ``n`` (its cases a, b at ``cand``) against the baseline
-    operator (10 and 20), 4 blocks a case with a little noise on each side."""
+    """A paired sidecar for round ``n`` against the baseline whose paired job measured the round's
+    cases a, b at ``cand``: the same speedup as the reference measured at 10·r and 20·r with the
+    round's perf-file times r·cand (the builder takes the round's perf file as the candidate side)."""
     perf = ws / f"opt-round-{n}" / "opt_add_perf.txt"
-    op = ws / "baseline" / "add.py"
-    base = [PerfRecord.model_validate(json.loads(line)) for line in (ws / "baseline" / "add_perf.txt").read_text().splitlines()]
-    rng = random.Random(n)
-    cases = []
-    for label, ref, value in (("a", 10.0, cand[0]), ("b", 20.0, cand[1])):
-        slots = []
-        for block in range(4):
-            for side in paired.block_order(block):
-                mid = ref if side == "reference" else value
-                slots.append(paired.PairedSlot(block=block, side=side,
-                                               samples_us=[mid * rng.uniform(0.99, 1.01) for _ in range(3)]))
-        cases.append(paired.PairedCase(case_label=label, block_reps=3, slots=slots))
-    run = paired.PairedRun(candidate=paired.OperatorRef(path=f"opt-round-{n}/opt_add.py"),
-                           reference=paired.OperatorRef(path="baseline/add.py", sha256=paired.sha256_of(op)),
-                           bench_file="bench_add.py", bench_mode=base[0].bench_mode or "perf-counter", backend="cpu",
-                           perf_file=str(perf), perf_sha256=paired.sha256_of(perf), reference_records=base,
-                           cases=cases)
-    path = paired.sidecar_path(perf)
-    paired.write_paired(path, run)
-    return path
+    mine = {json.loads(line)["case_label"]: json.loads(line)["kernel_avg_time_us"] for line in perf.read_text().splitlines()}
+    return write_paired_sidecar(ws, n, {"a": 10.0 * mine["a"] / cand[0], "b": 20.0 * mine["b"] / cand[1]})
 
 
 def _paired(snap: Any, n: int) -> Any:
