@@ -187,19 +187,23 @@ def _stale_reference(ref_perf: Path, perf_path: Path, got: PairedCollect) -> tup
     from helix_engine.perf.artifact import read_perf, record_from_json
     from helix_engine.perf.compare import check_bench_modes
 
-    disk, _ = read_perf(ref_perf)
+    disk, problems = read_perf(ref_perf)
+    if not disk or any(p.severity == "error" for p in problems):
+        return None  # a damaged file: the comparison fails on it and says why, as it always did
     mine, _ = read_perf(perf_path)
     problem = check_bench_modes(disk, mine, str(ref_perf), str(perf_path))
     if problem is None:
         return None
+
     def how(records: list[Any]) -> str:
-        modes = sorted({str(r.bench_mode) for r in records}) or ["no bench mode"]
+        from helix_engine.sanitize import clean  # workspace text: a mode is shown, never obeyed
+
+        modes = sorted({clean(str(r.bench_mode))[:40] for r in records}) or ["no bench mode"]
         states = sorted({str(r.cache_state) for r in records if r.bench_mode})
         return ", ".join(modes) + (f", L2 {'/'.join(states)}" if states else "")
 
     return (f"Note: {ref_perf} holds a run measured with {how(disk)} (this job: {how(mine)}); the comparison below "
             "uses the reference as this job measured it", [record_from_json(r) for r in got.reference.records])
-
 
 
 def run_paired_bench(op: Path, ref_op: Path, bench: Path, mode: str, be: Any, ws: Path, *,

@@ -8,6 +8,7 @@ compared metric (kernel sum when kernels matched, else total). Nothing here prin
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -40,8 +41,11 @@ METHODS: dict[str, str] = {
 L2_STATES: tuple[str, ...] = ("flushed", "warm")
 #: the record_function range around one timed repetition (and its synchronize) in a flushed
 #: torch-profiler session: device ops outside it are the flush's
-TIMED_RANGE = "helix::timed"
-FLUSH_RANGE = "helix::l2_flush"
+#: Named with a nonce made when this module is first imported (the gate's operator process imports
+#: it before the operator): a range the operator opens cannot pass for one of these.
+_NONCE = secrets.token_hex(8)
+TIMED_RANGE = f"helix::timed-{_NONCE}"
+FLUSH_RANGE = f"helix::l2_flush-{_NONCE}"
 
 
 @dataclass
@@ -213,7 +217,9 @@ def group_by_steps(kernels: list[tuple[str, float, float]], steps: list[tuple[fl
 def _is_annotation(event: Any) -> bool:
     """GPU-side user annotations (``ProfilerStep#N`` spans on the device timeline) are not
     device ops; counting them doubled total-op on an H200 (torch 2.11)."""
-    return bool(getattr(event, "is_user_annotation", False)) or str(event.name).startswith(("ProfilerStep#", "helix::"))
+    name = str(event.name)
+    return bool(getattr(event, "is_user_annotation", False)) or name.startswith("ProfilerStep#") \
+        or name in (TIMED_RANGE, FLUSH_RANGE)
 
 
 def time_torch_profiler(fn: Callable[[], Any], warmup: int, repeats: int, sync: Callable[[], None],
@@ -258,8 +264,28 @@ def time_torch_profiler(fn: Callable[[], Any], warmup: int, repeats: int, sync: 
     ranges = sorted((float(e.time_range.start), float(e.time_range.end), e.name == TIMED_RANGE)
                     for e in events if e.device_type == DeviceType.CPU and e.name in (TIMED_RANGE, FLUSH_RANGE))
     timed_kernels, timed = without_flush(kernels, ranges)
+    unflushed = flushes_without_work(kernels, timed_kernels, ranges)
+    if unflushed:
+        return CaseTiming([], None, None, None, f"the L2 flush ran no device work before {unflushed} of {len(timed)} "
+                          "timed repetitions: something in the operator's process stopped it")
     timed = timed[-repeats:] if len(timed) >= repeats else timed
     return split_ops(group_by_steps(timed_kernels, timed, repeats), kernel_names)
+
+
+def flushes_without_work(kernels: list[tuple[str, float, float]], kept: list[tuple[str, float, float]],
+                         ranges: list[tuple[float, float, bool]]) -> int:
+    """How many flush ranges ran no device work (the kernels ``without_flush`` did not keep are the
+    flushes'; each flush range should hold one): a flush made a no-op leaves its side warm."""
+    kept_ids = {id(k) for k in kept}
+    flush_starts = [k[1] for k in kernels if id(k) not in kept_ids and k[2] > 0]
+    flush_ranges = [(s, e) for s, e, timed in ranges if not timed]
+    nexts = [r[0] for r in ranges if r[2]] + [float("inf")]
+    empty = 0
+    for start, _end in flush_ranges:
+        until = min((t for t in nexts if t > start), default=float("inf"))
+        if not any(start - 1.0 <= k < until for k in flush_starts):
+            empty += 1
+    return empty
 
 
 def without_flush(kernels: list[tuple[str, float, float]], ranges: list[tuple[float, float, bool]]
@@ -274,7 +300,7 @@ def without_flush(kernels: list[tuple[str, float, float]], ranges: list[tuple[fl
 
     def distance(start: float, r: tuple[float, float, bool]) -> float:
         if r[0] <= start <= r[1]:
-            return -1.0  # inside: always the nearest
+            return -2.0 if r[2] else -1.0  # inside: always the nearest (a timed range before all)
         if not r[2]:
             return abs(start - r[0])
         return min(abs(start - r[0]), abs(start - r[1]))

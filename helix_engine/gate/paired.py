@@ -85,6 +85,10 @@ def _run_paired(request: dict[str, Any], backend: Any, events: Any, make_record:
 
     sides = Sides(bench, clients, layout.workspace_of(files["candidate"]), outputs_on_device=True)
     sides.l2 = str(request.get("l2") or "warm")
+    if sides.l2 == "flushed" and backend.name != "cpu":
+        from helix_engine.eval.timing import l2_flusher
+
+        sides.flusher, sides.sync = l2_flusher(backend), backend.synchronize
     probe = ContextProbe.start(backend)
     findings: list[Finding] = []
     records: list[dict[str, Any]] = []

@@ -305,7 +305,7 @@ class PerfRecord(_FileModel):
     bench_mode: str | None = None
     #: the cache state the case was measured in: "flushed" (the L2 written over before every
     #: timed repetition) or "warm"; None in files from before it was recorded (cache_state())
-    l2: str | None = None
+    l2: Literal["flushed", "warm"] | None = None
     samples_us: list[float] | None = None
     stats: SampleStats | None = None
     method: str | None = None

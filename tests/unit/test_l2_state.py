@@ -106,3 +106,28 @@ def test_the_operator_process_sizes_its_flush_before_the_operator_is_imported() 
     start = inspect.getsource(OperatorProcess.start)
     hello = inspect.getsource(OperatorProcess.hello)
     assert "l2_flusher(self.backend)" in start and "import_file" in hello and "l2_flusher" not in hello
+
+
+def test_a_flush_that_ran_no_device_work_is_found() -> None:
+    """The flush made a no-op in the operator's process (its side would run warm): the profiled
+    repetitions whose flush range holds no kernel are counted, and the case fails on them."""
+    from helix_engine.eval.timing import flushes_without_work
+
+    ranges = [(0.0, 60.0, False), (61.0, 75.0, True), (76.0, 140.0, False), (141.0, 160.0, True)]
+    kernels = [("fill", 1.0, 55.0), ("my_kernel", 62.0, 10.0), ("my_kernel", 142.0, 12.0)]  # 2nd flush: nothing
+    kept, _ = without_flush(kernels, ranges)
+    assert flushes_without_work(kernels, kept, ranges) == 1
+    kernels.insert(2, ("fill", 77.0, 55.0))
+    kept, _ = without_flush(kernels, ranges)
+    assert flushes_without_work(kernels, kept, ranges) == 0
+
+
+def test_the_profiler_ranges_carry_a_name_the_operator_cannot_know() -> None:
+    from helix_engine.eval import timing
+
+    assert timing.TIMED_RANGE.startswith("helix::timed-") and len(timing.TIMED_RANGE) > len("helix::timed-") + 8
+    assert timing.FLUSH_RANGE.endswith(timing.TIMED_RANGE.rsplit("-", 1)[1])
+    # a kernel the operator launched inside a range it named like the flush's is still timed
+    ranges = [(0.0, 60.0, False), (61.0, 90.0, True)]
+    kept, _ = without_flush([("fill", 1.0, 55.0), ("hidden", 70.0, 15.0)], ranges + [(65.0, 89.0, False)])
+    assert [k[0] for k in kept] == ["hidden"]

@@ -19,8 +19,10 @@ class CudaBackend(Backend):
     bench_modes = ("torch-profiler", "device-event", "perf-counter")
     #: What triton.testing.do_bench flushes between reps.
     l2_flush_bytes = 256 * 1024 * 1024
-    #: Flushed by default: measured on an H200 (benchmarks/bench_aa.py, RESULTS.md), a warm L2
-    #: lets a case that fits it read last repetition's data; do_bench always flushes.
+    #: Flushed by default (benchmarks/bench_aa.py on an H200, RESULTS.md): both states gave A/A
+    #: spreads of one size, but under the gate every timed call runs on its own input copy, so
+    #: "warm" is warm only for a case whose copies fit the L2; flushed means one thing for every
+    #: case, as in do_bench, KernelBench and tritonbench.
     l2_states = {"torch-profiler": ("flushed", "warm"), "device-event": ("flushed",),
                  "perf-counter": ("flushed", "warm")}
 
