@@ -207,18 +207,26 @@ class Sides:
     def clock_findings(self, case: str) -> list[Finding]:
         """The operator's own clock held to the supervisor's: per call, the round trip less the
         round trip of an empty message sent right after it is what the call took, by a clock the
-        operator cannot reach. A median claim under half of that, and more than a millisecond
-        short (a loaded box delays a reply by that much, not by the work), is a timer it changed."""
+        operator cannot reach. A median claim under half of that, more than a millisecond short (a
+        loaded box delays a reply by that much, not by the work) and short by a millisecond more than
+        twice the reference's, measured in turn under the same load (on 2 busy cores an honest call's
+        reply waited 4 ms for a 4 ms call), is a timer it changed."""
         found: list[Finding] = []
         side = "candidate"
         calls = self.walls.pop(side, [])
+        ref_calls = self.walls.pop("reference", [])
         self.walls.clear()
         if not calls or side not in self.clients:
             return found
-        work = sorted(max(0.0, wall) for wall, _ in calls)
-        claims = sorted(claim for _, claim in calls)
-        mid_work, mid_claim = work[len(work) // 2], claims[len(claims) // 2]
-        if mid_work - mid_claim > 1000.0 and mid_claim < 0.5 * mid_work:
+
+        def medians(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+            work = sorted(max(0.0, wall) for wall, _ in pairs)
+            claims = sorted(claim for _, claim in pairs)
+            return work[len(work) // 2], claims[len(claims) // 2]
+
+        mid_work, mid_claim = medians(calls)
+        ref_gap = max(0.0, medians(ref_calls)[0] - medians(ref_calls)[1]) if ref_calls else 0.0
+        if mid_work - mid_claim > max(1000.0, 2 * ref_gap + 1000.0) and mid_claim < 0.5 * mid_work:
             found.append(Finding("timer", case, f"the candidate's process reported calls of {mid_claim:.0f} µs (median) "
                                                 f"that took {mid_work:.0f} µs by the supervisor's clock: its timer "
                                                 "was changed"))

