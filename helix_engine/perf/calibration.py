@@ -192,6 +192,9 @@ def _mismatch(cal: Calibration, records: Sequence[PerfRecord]) -> str | None:
         return f"{SHOWN_PATH} was measured on the {cal.backend} backend, these files on {r.backend}"
     cal_l2 = cal.l2 or ("flushed" if cal.bench_mode == "device-event" else "warm")
     if r.bench_mode and r.cache_state != cal_l2:
+        if cal.l2 is None:  # written before helix recorded the cache state: say what to do
+            return (f"{SHOWN_PATH} was measured before helix recorded the cache state (it ran {cal_l2}), these "
+                    f"files with the L2 {r.cache_state}: run `helix calibrate` again")
         return f"{SHOWN_PATH} was measured with the L2 {cal_l2}, these files with it {r.cache_state}"
     if r.device and cal.device and r.device != cal.device:
         return f"{SHOWN_PATH} was measured on {cal.device}, these files on {r.device}"

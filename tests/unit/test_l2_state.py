@@ -131,3 +131,15 @@ def test_the_profiler_ranges_carry_a_name_the_operator_cannot_know() -> None:
     ranges = [(0.0, 60.0, False), (61.0, 90.0, True)]
     kept, _ = without_flush([("fill", 1.0, 55.0), ("hidden", 70.0, 15.0)], ranges + [(65.0, 89.0, False)])
     assert [k[0] for k in kept] == ["hidden"]
+
+
+def test_a_calibration_from_before_the_cache_state_says_to_calibrate_again(tmp_path: Path) -> None:
+    from helix_engine.perf.calibration import margins_for
+
+    (tmp_path / ".helix").mkdir()
+    (tmp_path / ".helix" / "calibration.json").write_text(json.dumps({
+        "schema_version": 1, "created_at": "2026-12-01T00:00:00Z", "baseline_operator": "baseline/op.py",
+        "bench_file": "bench_op.py", "bench_mode": "torch-profiler", "backend": "cuda", "rounds": 3, "cases": {}}))
+    assert margins_for(tmp_path, _records("torch-profiler", None)).source == "calibrated"  # it ran warm, as these
+    now = margins_for(tmp_path, _records("torch-profiler", "flushed"))
+    assert now.source == "default" and "run `helix calibrate` again" in (now.note or "")
