@@ -63,6 +63,12 @@ class FleetRow:
                 "problems": self.problems}
 
 
+def best_text(row: FleetRow) -> str:
+    """The row's best geomean as the fleet table and the cockpit's picker show it: ``geomean_text``,
+    then `` paired`` when the paired run measured it."""
+    return geomean_text(row.best_geomean) + (" paired" if row.best_geomean_measured == "paired run" else "")
+
+
 def geomean_text(estimate: SpeedupEstimate | None) -> str:
     """``1.23x [1.20x, 1.26x]``: the point, then the interval of the same statistic."""
     if estimate is None:
@@ -168,8 +174,7 @@ def fleet_text(rows: list[FleetRow], now: float) -> str:
     if not rows:
         return "no operator workspaces here"
     header = ("workspace", "phase", "best", "geomean vs baseline", "running jobs", "changed")
-    table = [header] + [(clean(r.name), phase_text(r), r.best_round,
-                         geomean_text(r.best_geomean) + (" paired" if r.best_geomean_measured == "paired run" else ""),
+    table = [header] + [(clean(r.name), phase_text(r), r.best_round, best_text(r),
                          clean(jobs_text(r)), age_text(r.last_change, now)) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in table)

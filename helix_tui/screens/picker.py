@@ -107,7 +107,7 @@ class FleetScreen(Screen[Path | None]):
             self.post_message(FleetRowLoaded(i, row))
 
     def on_fleet_row_loaded(self, message: FleetRowLoaded) -> None:
-        from helix_engine.fleet import age_text, geomean_text, jobs_text, phase_text
+        from helix_engine.fleet import age_text, best_text, jobs_text, phase_text
 
         table = self.query_one(DataTable)
         key = str(message.index)
@@ -116,7 +116,7 @@ class FleetScreen(Screen[Path | None]):
             cells = [plain(row, "red"), plain(""), plain(""), plain(""), plain("")]
         else:
             cells = [plain(phase_text(row)), plain(row.best_round, "bold green" if row.best_geomean else ""),
-                     plain(geomean_text(row.best_geomean)), plain(jobs_text(row), "cyan" if row.running else ""),
+                     plain(best_text(row)), plain(jobs_text(row), "cyan" if row.running else ""),
                      plain(age_text(row.last_change, time.time()))]
         try:
             for column, cell in zip(table.ordered_columns[1:], cells, strict=True):

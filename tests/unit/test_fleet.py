@@ -105,3 +105,17 @@ def test_reading_a_workspace_is_no_change(tmp_path: Path) -> None:
     assert last_change(ws) == pytest.approx(old)
     (ws / ".helix" / "state.json").write_text("{}")  # a real change inside .helix/ still counts
     assert last_change(ws) > old + 1000
+
+
+def test_a_best_round_measured_paired_says_so_in_json_and_text(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from helix_engine.fleet import best_text, fleet
+    from tests.builders import write_paired_sidecar
+
+    ws = build_workspace(tmp_path, name="softmax", baseline=BASE, rounds=[{"a": 8.0, "b": 18.0}])
+    write_paired_sidecar(ws, 1)  # the reference as fast as the baseline's perf file, in the round's job
+    (row,) = fleet(tmp_path)
+    assert row.best_round == "round-1" and row.best_geomean_measured == "paired run"
+    assert best_text(row) == f"{row.best_geomean.point:.2f}x paired"  # (the builder's files: no samples, no interval)
+    assert main(["fleet", str(tmp_path)]) == 0
+    assert best_text(row) in capsys.readouterr().out
