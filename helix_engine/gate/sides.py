@@ -207,10 +207,11 @@ class Sides:
     def clock_findings(self, case: str) -> list[Finding]:
         """The operator's own clock held to the supervisor's: per call, the round trip less the
         round trip of an empty message sent right after it is what the call took, by a clock the
-        operator cannot reach. A median claim under half of that, more than a millisecond short (a
-        loaded box delays a reply by that much, not by the work) and short by a millisecond more than
-        twice the reference's, measured in turn under the same load (on 2 busy cores an honest call's
-        reply waited 4 ms for a 4 ms call), is a timer it changed."""
+        operator cannot reach. A median claim under a quarter of that, more than a millisecond short
+        (a loaded box delays a reply by that much, not by the work) and short by a millisecond more
+        than twice the reference's, measured in turn under the same load, is a timer it changed: on
+        2 busy cores honest calls claimed 40-50% of the supervisor's time (2.2 of 5.5 ms, 4.3 of 8.6).
+        A finding, not a defence: the sample is the supervisor's clock, which a claim cannot lower."""
         found: list[Finding] = []
         side = "candidate"
         calls = self.walls.pop(side, [])
@@ -226,7 +227,7 @@ class Sides:
 
         mid_work, mid_claim = medians(calls)
         ref_gap = max(0.0, medians(ref_calls)[0] - medians(ref_calls)[1]) if ref_calls else 0.0
-        if mid_work - mid_claim > max(1000.0, 2 * ref_gap + 1000.0) and mid_claim < 0.5 * mid_work:
+        if mid_work - mid_claim > max(1000.0, 2 * ref_gap + 1000.0) and mid_claim < 0.25 * mid_work:
             found.append(Finding("timer", case, f"the candidate's process reported calls of {mid_claim:.0f} µs (median) "
                                                 f"that took {mid_work:.0f} µs by the supervisor's clock: its timer "
                                                 "was changed"))
